@@ -1,0 +1,79 @@
+//! scx_fastpath: loads the BPF scheduler, sets its tunables, prints its
+//! counters, and detaches it on exit.
+
+mod bpf_intf;
+mod bpf_skel;
+mod cli;
+mod preflight;
+mod scheduler;
+mod stats;
+
+use std::mem::MaybeUninit;
+use std::process::ExitCode;
+use std::sync::mpsc;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use log::info;
+
+use crate::cli::Opts;
+use crate::scheduler::Scheduler;
+
+fn init_logging(verbose: u8) -> Result<()> {
+    let level = match verbose {
+        0 => simplelog::LevelFilter::Info,
+        1 => simplelog::LevelFilter::Debug,
+        _ => simplelog::LevelFilter::Trace,
+    };
+    let config = simplelog::ConfigBuilder::new()
+        .set_time_level(simplelog::LevelFilter::Off)
+        .set_target_level(simplelog::LevelFilter::Off)
+        .set_thread_level(simplelog::LevelFilter::Off)
+        .build();
+    simplelog::TermLogger::init(
+        level,
+        config,
+        simplelog::TerminalMode::Stderr,
+        simplelog::ColorChoice::Auto,
+    )
+    .context("failed to set up logging")?;
+    if verbose > 0 {
+        scx_utils::init_libbpf_logging(Some(libbpf_rs::PrintLevel::Debug));
+    }
+    Ok(())
+}
+
+fn run(opts: Opts) -> Result<()> {
+    init_logging(opts.verbose)?;
+    preflight::check_all()?;
+
+    // Ctrl-C and SIGTERM end the run loop; dropping the scheduler detaches it.
+    let (shutdown_tx, shutdown_rx) = mpsc::channel();
+    ctrlc::set_handler(move || {
+        let _ = shutdown_tx.send(());
+    })
+    .context("failed to install the SIGINT/SIGTERM handler")?;
+
+    let mut open_object = MaybeUninit::uninit();
+    loop {
+        let mut sched = Scheduler::init(&opts, &mut open_object)?;
+        let uei = sched.run(&shutdown_rx)?;
+        drop(sched);
+        if !uei.should_restart() {
+            return Ok(());
+        }
+        info!("the kernel asked for a restart (e.g. a CPU went on- or offline); restarting");
+        scheduler::wait_until_disabled()?;
+    }
+}
+
+fn main() -> ExitCode {
+    let opts = Opts::parse();
+    match run(opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("scx_fastpath: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Checks run before anything is loaded, each failing with one clear line.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+const SCHED_EXT_DIR: &str = "/sys/kernel/sched_ext";
+
+fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The running kernel must have sched_ext.
+pub fn check_sched_ext() -> Result<()> {
+    if !Path::new(SCHED_EXT_DIR).is_dir() {
+        bail!(
+            "kernel {} has no sched_ext: {SCHED_EXT_DIR} is missing \
+             (boot a kernel built with CONFIG_SCHED_CLASS_EXT=y, Linux 6.12 or later)",
+            kernel_release()
+        );
+    }
+    Ok(())
+}
+
+/// Loading a BPF scheduler needs root (CAP_SYS_ADMIN and CAP_BPF).
+pub fn check_root() -> Result<()> {
+    // SAFETY: geteuid() has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        bail!("must run as root (effective uid is {euid}): loading a BPF scheduler needs CAP_SYS_ADMIN");
+    }
+    Ok(())
+}
+
+/// What /sys/kernel/sched_ext/state says: "enabled", "disabled", ...
+pub fn sched_ext_state() -> Result<String> {
+    let path = format!("{SCHED_EXT_DIR}/state");
+    let state = fs::read_to_string(&path).with_context(|| format!("failed to read {path}"))?;
+    Ok(state.trim().to_string())
+}
+
+/// The name of the sched_ext scheduler now loaded, if any.
+pub fn loaded_scheduler() -> Result<Option<String>> {
+    let state = sched_ext_state()?;
+    if state == "disabled" {
+        return Ok(None);
+    }
+    let path = format!("{SCHED_EXT_DIR}/root/ops");
+    let ops = fs::read_to_string(&path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| format!("unknown (state {state})"));
+    Ok(Some(ops))
+}
+
+/// Only one sched_ext scheduler can be loaded at a time.
+pub fn check_no_other_scheduler() -> Result<()> {
+    if let Some(ops) = loaded_scheduler()? {
+        bail!("another sched_ext scheduler is already running: {ops} (stop it first)");
+    }
+    Ok(())
+}
+
+/// All of the above, in the order that gives the most useful message.
+pub fn check_all() -> Result<()> {
+    check_sched_ext()?;
+    check_root()?;
+    check_no_other_scheduler()
+}
