@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# Integration tests of scx_fastpath. Runs INSIDE the sched_ext guest, as root,
+# from the repository root (scripts/test boots the guest with scripts/vm).
+# Each test prints what it observed; the last line counts passes and fails.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+NCPU=$(nproc)
+LOAD_SECS=${LOAD_SECS:-35}
+
+test_attach() {
+	local m
+	m=$(dmesg_mark)
+	[ "$(state)" = disabled ] || { say "state before start: $(state), want disabled"; return 1; }
+	say "before: state $(state)"
+	start_sched || return 1
+	sleep 3
+	if ! grep -q '^\[fastpath\] ' "$SCHED_LOG"; then
+		say "no stats line after 3 s"
+		return 1
+	fi
+	say "stats: $(grep '^\[fastpath\] ' "$SCHED_LOG" | tail -n 1)"
+	check_no_kernel_errors "$m"
+}
+
+# CPU hogs 2 x nproc, a hog pinned to every CPU, fork/exec churn, and a
+# sleeper that measures how long it waits to run: the scheduler must stay
+# attached, keep every task running, and its counters must move.
+test_mixed_load() {
+	local m c probe_max pids=() name total ok=0
+	m=$(dmesg_mark)
+	start_sched || return 1
+
+	stress-ng --temp-path "$WORK" --cpu $((2 * NCPU)) --timeout "${LOAD_SECS}s" --quiet &
+	pids+=($!)
+	for c in $(seq 0 $((NCPU - 1))); do
+		taskset -c "$c" stress-ng --temp-path "$WORK" --cpu 1 --timeout "${LOAD_SECS}s" --quiet &
+		pids+=($!)
+	done
+	stress-ng --temp-path "$WORK" --fork 1 --exec 1 --timeout "${LOAD_SECS}s" --quiet &
+	pids+=($!)
+	say "load: $((2 * NCPU)) CPU hogs, $NCPU pinned hogs (one per CPU), fork+exec churn, ${LOAD_SECS} s"
+
+	# The probe sleeps 0.5 s at a time; the longest gap between its wakeups
+	# beyond the 0.5 s it asked for is how long it waited to run.
+	probe_max=$(
+		prev=$(date +%s%N)
+		max=0
+		end=$((prev + LOAD_SECS * 1000000000 - 2000000000))
+		while [ "$prev" -lt "$end" ]; do
+			sleep 0.5
+			now=$(date +%s%N)
+			gap=$(((now - prev) / 1000000 - 500))
+			[ "$gap" -gt "$max" ] && max=$gap
+			prev=$now
+		done
+		echo "$max"
+	)
+	say "sleeper probe: worst wait beyond its 0.5 s sleep: ${probe_max} ms"
+
+	for c in "${pids[@]}"; do
+		wait "$c" || { say "a load generator (pid $c) failed"; ok=1; }
+	done
+
+	if [ "$(state)" != enabled ] || ! kill -0 "$SCHED_PID" 2>/dev/null; then
+		say "scheduler not attached after the load (state $(state))"
+		sed 's/^/    | /' "$SCHED_LOG" | tail -n 20
+		return 1
+	fi
+	say "after load: state $(state), root/ops '$(ops)', loader alive"
+	say "last stats: $(grep '^\[fastpath\] ' "$SCHED_LOG" | tail -n 1)"
+
+	kill -INT "$SCHED_PID"
+	wait "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
+	SCHED_PID=
+	say "$(grep 'totals:' "$SCHED_LOG")"
+	for name in direct_local enq_cpu_dsq enq_shared disp_cpu_dsq disp_shared; do
+		total=$(counter_total "$name")
+		if [ "${total:-0}" -le 0 ]; then
+			say "counter $name did not move (${total:-missing})"
+			ok=1
+		fi
+	done
+	# Five seconds is the watchdog timeout; a sleeper kept off the CPU
+	# for a whole second under this load is starvation by any standard.
+	if [ "$probe_max" -gt 1000 ]; then
+		say "sleeper waited ${probe_max} ms to run"
+		ok=1
+	fi
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+# Stop with signal $1: detached within 2 s, exit status 0, state disabled.
+stop_with() {
+	local sig=$1 m t0 t1 rc ms
+	m=$(dmesg_mark)
+	start_sched || return 1
+	sleep 1
+	t0=$(date +%s%N)
+	kill "-$sig" "$SCHED_PID"
+	wait "$SCHED_PID"
+	rc=$?
+	wait_state disabled 2
+	t1=$(date +%s%N)
+	ms=$(((t1 - t0) / 1000000))
+	SCHED_PID=
+	say "SIG$sig: loader exit status $rc, state $(state) after ${ms} ms"
+	say "loader said: $(grep -E 'EXIT|error' "$SCHED_LOG" | tail -n 1)"
+	[ "$rc" -eq 0 ] && [ "$(state)" = disabled ] && [ "$ms" -le 2000 ] || return 1
+	check_no_kernel_errors "$m"
+}
+
+test_sigint() { stop_with INT; }
+test_sigterm() { stop_with TERM; }
+
+# A loader killed outright cannot clean up: the kernel must detach the
+# scheduler when the last reference to its struct_ops link goes away.
+test_sigkill() {
+	local m
+	m=$(dmesg_mark)
+	start_sched || return 1
+	sleep 1
+	kill -KILL "$SCHED_PID"
+	wait "$SCHED_PID" 2>/dev/null
+	SCHED_PID=
+	if ! wait_state disabled 5; then
+		say "state still $(state) 5 s after SIGKILL"
+		return 1
+	fi
+	say "SIGKILL: state $(state), root/ops '$(ops)'"
+	check_no_kernel_errors "$m"
+}
+
+# Taking a CPU offline (and back) makes the kernel eject the scheduler with
+# a restart request; the loader must come back by itself each time.
+test_hotplug() {
+	local m cpu=$((NCPU - 1)) n
+	m=$(dmesg_mark)
+	[ "$NCPU" -ge 2 ] || { say "needs 2 CPUs"; return 1; }
+	start_sched || return 1
+	sleep 1
+	for want in 0 1; do
+		echo "$want" >"/sys/devices/system/cpu/cpu$cpu/online" || return 1
+		say "cpu$cpu online=$want; online CPUs: $(cat /sys/devices/system/cpu/online)"
+		sleep 1
+		if ! wait_state enabled 30 || ! kill -0 "$SCHED_PID" 2>/dev/null; then
+			say "not re-attached: state $(state), loader alive: $(kill -0 "$SCHED_PID" 2>/dev/null && echo yes || echo no)"
+			sed 's/^/    | /' "$SCHED_LOG" | tail -n 20
+			return 1
+		fi
+		say "re-attached: state $(state), root/ops '$(ops)'"
+	done
+	n=$(grep -c 'restarting' "$SCHED_LOG")
+	say "loader restarted $n times: $(grep 'restart' "$SCHED_LOG" | head -n 1)"
+	[ "$n" -ge 2 ] || return 1
+	check_no_kernel_errors "$m"
+}
+
+# Bad input gets one clear line and a non-zero exit.
+test_errors() {
+	local out rc ok=0
+	start_sched || return 1
+
+	out=$("$SCHED" 2>&1)
+	rc=$?
+	say "second instance: exit $rc: $out"
+	[ "$rc" -ne 0 ] && echo "$out" | grep -q 'already running: fastpath' || ok=1
+	cleanup_sched
+
+	out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$SCHED" 2>&1)
+	rc=$?
+	say "as uid 65534: exit $rc: $out"
+	[ "$rc" -ne 0 ] && echo "$out" | grep -q 'must run as root' || ok=1
+
+	out=$("$SCHED" --slice-us 0 2>&1)
+	rc=$?
+	out=$(echo "$out" | head -n 1)
+	say "--slice-us 0: exit $rc: $out"
+	[ "$rc" -ne 0 ] && echo "$out" | grep -q 'not in 100..=100000' || ok=1
+	[ "$(state)" = disabled ] || { say "state $(state) after the error cases"; ok=1; }
+	return $ok
+}
+
+printf 'guest: kernel %s, %d CPUs, sched_ext state %s\n' "$(uname -r)" "$NCPU" "$(state)"
+boot_mark=0
+
+# TESTS="name ..." runs a subset.
+for t in ${TESTS:-attach mixed_load sigint sigterm sigkill hotplug errors}; do
+	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
+	run_test "$t" "test_$t"
+done
+
+printf '=== TEST final_state\n'
+if [ "$(state)" = disabled ] && [ -z "$(kernel_errors $boot_mark)" ]; then
+	say "after all tests: state $(state), no sched_ext error in the kernel log"
+	printf -- '--- PASS final_state\n'
+	n_pass=$((n_pass + 1))
+else
+	say "after all tests: state $(state)"
+	kernel_errors $boot_mark | sed 's/^/    | /'
+	printf -- '--- FAIL final_state\n'
+	n_fail=$((n_fail + 1))
+	failed+=(final_state)
+fi
+
+summary

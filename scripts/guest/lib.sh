@@ -1,0 +1,115 @@
+# Helpers for tests that run inside the sched_ext guest (sourced, not run).
+# Every helper prints what it observed, so that a log reader can see that a
+# test really ran, and returns non-zero instead of exiting.
+
+: "${SCHED:=target/release/scx_fastpath}"
+SCX=/sys/kernel/sched_ext
+WORK=${WORK:-/tmp/scx-tests}
+mkdir -p "$WORK"
+
+n_pass=0
+n_fail=0
+failed=()
+
+say() { printf '  %s\n' "$*"; }
+
+state() { cat "$SCX/state" 2>/dev/null || echo "missing"; }
+ops() { cat "$SCX/root/ops" 2>/dev/null || true; }
+
+# Run one test function; a non-zero return is a failure.
+run_test() {
+	local name=$1
+	shift
+	printf '=== TEST %s\n' "$name"
+	if "$@"; then
+		printf -- '--- PASS %s\n' "$name"
+		n_pass=$((n_pass + 1))
+	else
+		printf -- '--- FAIL %s\n' "$name"
+		n_fail=$((n_fail + 1))
+		failed+=("$name")
+	fi
+	cleanup_sched
+}
+
+# Wait up to $2 whole seconds for the state file to read $1.
+wait_state() {
+	local want=$1 left=$(($2 * 10))
+	while [ "$(state)" != "$want" ]; do
+		[ "$left" -gt 0 ] || return 1
+		sleep 0.1
+		left=$((left - 1))
+	done
+}
+
+# Start the scheduler in the background with --stats 1 and wait until the
+# kernel says it is enabled with our ops. Sets SCHED_PID and SCHED_LOG.
+start_sched() {
+	SCHED_LOG=$WORK/sched.$$.$RANDOM.log
+	"$SCHED" --stats 1 "$@" >"$SCHED_LOG" 2>&1 &
+	SCHED_PID=$!
+	if ! wait_state enabled 30; then
+		say "scheduler did not attach within 30 s (state: $(state)); its log:"
+		sed 's/^/    | /' "$SCHED_LOG"
+		return 1
+	fi
+	say "attached: pid $SCHED_PID, state $(state), root/ops '$(ops)'"
+	case "$(ops)" in
+	fastpath*) ;;
+	*)
+		say "root/ops does not name fastpath"
+		return 1
+		;;
+	esac
+}
+
+# Stop whatever scheduler a test left running, so the next starts clean.
+cleanup_sched() {
+	if [ -n "${SCHED_PID:-}" ] && kill -0 "$SCHED_PID" 2>/dev/null; then
+		kill -INT "$SCHED_PID" 2>/dev/null || true
+		wait "$SCHED_PID" 2>/dev/null || true
+	fi
+	SCHED_PID=
+	wait_state disabled 10 || say "warning: state still $(state) after cleanup"
+}
+
+# Total of counter $1 as the loader printed it when it exited.
+counter_total() {
+	sed -n "s/^\[fastpath\] totals: .*\b$1=\([0-9]*\).*/\1/p" "$SCHED_LOG" | tail -n 1
+}
+
+# Sum of counter $1's per-second rates over the stats lines printed so far.
+counter_rate_sum() {
+	grep '^\[fastpath\] [a-z]' "$SCHED_LOG" | grep -v totals |
+		sed -n "s/.*\b$1=\([0-9]*\)\/s.*/\1/p" |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+
+# Kernel log lines that mean sched_ext or the kernel is unhappy, since mark $1.
+kernel_errors() {
+	local since=${1:-0}
+	dmesg | tail -n "+$((since + 1))" |
+		grep -E 'sched_ext.*(error|errored|stall|watchdog|failed)|BUG:|WARNING:|Oops|Call Trace' || true
+}
+
+dmesg_mark() { dmesg | wc -l; }
+
+check_no_kernel_errors() {
+	local errs
+	errs=$(kernel_errors "$1")
+	if [ -n "$errs" ]; then
+		say "kernel log has errors:"
+		printf '%s\n' "$errs" | sed 's/^/    | /'
+		return 1
+	fi
+	say "kernel log: no sched_ext error, stall or BUG since the test began"
+}
+
+summary() {
+	printf '\n'
+	if [ "$n_fail" -gt 0 ]; then
+		printf 'failed tests: %s\n' "${failed[*]}"
+	fi
+	printf 'guest: %d passed, %d failed\n' "$n_pass" "$n_fail"
+	[ "$n_fail" -eq 0 ]
+}

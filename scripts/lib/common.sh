@@ -1,0 +1,130 @@
+# shellcheck shell=bash
+# Shared helpers for scripts/vm and scripts/install-deps.
+# Sourced, not executed. Callers must already run under `set -euo pipefail`.
+
+# Everything we download or build (private apt state, the Python venv with
+# virtme-ng, extracted kernels) lives outside the repo so that `git clean`
+# never throws away a 120 MB kernel download and several checkouts share it.
+SCX_CACHE="${SCXVM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/scx_fastpath}"
+SCX_VENV="$SCX_CACHE/venv"
+SCX_KERNELS="$SCX_CACHE/kernels"
+# virtme-ng version known to work with the layout/flags used in scripts/vm.
+SCX_VNG_VERSION="1.42"
+# Debian's archive keyring (bookworm's copy also carries the trixie keys).
+SCX_KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
+
+scx_prog="${scx_prog:-$(basename "$0")}"
+
+log() { printf '%s: %s\n' "$scx_prog" "$*" >&2; }
+die() { printf '%s: error: %s\n' "$scx_prog" "$*" >&2; exit 1; }
+
+# Print the host's Debian mirror URI. We must not hard-code a mirror (CI and
+# developer machines use different ones), so read it from the host's own apt
+# configuration: deb822 (/etc/apt/sources.list.d/*.sources) or one-line
+# format (/etc/apt/sources.list, *.list). $1 = "main" (the debian archive)
+# or "security" (the debian-security archive). Prints nothing if not found.
+scx_debian_mirror() {
+    local want="$1"
+    if [[ "$want" == main && -n "${SCXVM_DEBIAN_MIRROR:-}" ]]; then
+        echo "$SCXVM_DEBIAN_MIRROR"; return 0
+    fi
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [[ -r "$f" ]] || continue
+        # Walk deb822 stanzas; a stanza ends at a blank line.
+        awk -v want="$want" '
+            function flush() {
+                if (types ~ /(^|[ \t])deb([ \t]|$)/ && uris != "" && enabled != "no") {
+                    n = split(uris, u, /[ \t]+/)
+                    for (i = 1; i <= n; i++) {
+                        if (u[i] == "") continue
+                        issec = (u[i] ~ /security/ || suites ~ /-security/)
+                        if ((want == "security") == issec) { print u[i]; exit }
+                    }
+                }
+                types = ""; uris = ""; suites = ""; enabled = ""
+            }
+            /^[ \t]*#/ { next }
+            /^[ \t]*$/ { flush(); next }
+            tolower($1) == "types:"   { $1 = ""; types = $0 }
+            tolower($1) == "uris:"    { $1 = ""; uris = $0 }
+            tolower($1) == "suites:"  { $1 = ""; suites = $0 }
+            tolower($1) == "enabled:" { enabled = tolower($2) }
+            END { flush() }
+        ' "$f"
+    done | head -n1 | grep . && return 0
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [[ -r "$f" ]] || continue
+        # "deb [opts] URI suite comp..." -- strip the optional [ ... ] block.
+        sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk -v want="$want" '
+            $1 == "deb" && NF >= 3 {
+                issec = ($2 ~ /security/ || $3 ~ /-security/)
+                if ((want == "security") == issec) { print $2; exit }
+            }'
+    done | head -n1 | grep . && return 0
+    return 0
+}
+
+# Set up a private apt state directory $SCX_CACHE/apt/$1 whose sources.list
+# holds the remaining arguments (one "suite" per line, e.g.
+# "main bookworm-backports" or "security bookworm-security"), and fill the
+# global array APT_OPTS with the -o options that point apt at it.
+# Rationale: we need bookworm-backports (QEMU 10) and trixie-backports
+# (kernel) but must never modify the user's /etc/apt. apt's Dir::* options
+# let us keep sources, lists and the archive cache entirely private; dpkg's
+# status database is of course shared (we do install qemu on the host).
+scx_apt_state() {
+    local name="$1"; shift
+    local dir="$SCX_CACHE/apt/$name"
+    local main sec line kind suite
+    main="$(scx_debian_mirror main)"
+    sec="$(scx_debian_mirror security)"
+    [[ -n "$main" ]] || die "cannot find the Debian mirror in /etc/apt (set SCXVM_DEBIAN_MIRROR=URI to override)"
+    mkdir -p "$dir/lists/partial" "$dir/archives/partial" "$dir/cache"
+    local tmp="$dir/sources.list.new"
+    : >"$tmp"
+    for line in "$@"; do
+        read -r kind suite <<<"$line"
+        if [[ "$kind" == security ]]; then
+            [[ -n "$sec" ]] || continue   # no security mirror configured: skip
+            echo "deb [signed-by=$SCX_KEYRING] $sec $suite main" >>"$tmp"
+        else
+            echo "deb [signed-by=$SCX_KEYRING] $main $suite main" >>"$tmp"
+        fi
+    done
+    mv -f "$tmp" "$dir/sources.list"
+    APT_OPTS=(
+        -o "Dir::Etc::SourceList=$dir/sources.list"
+        -o "Dir::Etc::SourceParts=/dev/null"
+        -o "Dir::State::Lists=$dir/lists"
+        -o "Dir::Cache=$dir/cache"
+        -o "Dir::Cache::Archives=$dir/archives"
+        -o "DPkg::Lock::Timeout=600"
+        # _apt cannot enter a cache under /root (mode 700); we are root anyway.
+        -o "APT::Sandbox::User=root"
+        -o "APT::Get::List-Cleanup=false"
+        # Skip AppStream/DEP-11 and translation indexes: we only need Packages.
+        -o "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false"
+        -o "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false"
+        -o "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false"
+        -o "Acquire::Languages=none"
+    )
+    APT_STATE_DIR="$dir"
+}
+
+# apt-get update for the private state, at most once per $2 seconds
+# (default 6h) unless forced with $1=force. Keeps repeated runs offline.
+scx_apt_update() {
+    local mode="${1:-}" max_age="${2:-21600}"
+    local stamp="$APT_STATE_DIR/updated"
+    if [[ "$mode" != force && -f "$stamp" ]] &&
+        (( $(date +%s) - $(stat -c %Y "$stamp") < max_age )) &&
+        cmp -s "$APT_STATE_DIR/sources.list" "$APT_STATE_DIR/sources.list.stamp" 2>/dev/null; then
+        return 0
+    fi
+    log "apt-get update (private lists in $APT_STATE_DIR)"
+    apt-get "${APT_OPTS[@]}" -q update >"$APT_STATE_DIR/update.log" 2>&1 ||
+        { cat "$APT_STATE_DIR/update.log" >&2; die "apt-get update failed (private state $APT_STATE_DIR)"; }
+    cp -f "$APT_STATE_DIR/sources.list" "$APT_STATE_DIR/sources.list.stamp"
+    touch "$stamp"
+}
