@@ -8,6 +8,7 @@ mod preflight;
 mod scheduler;
 mod stats;
 
+use std::io::IsTerminal;
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -30,12 +31,13 @@ fn init_logging(verbose: u8) -> Result<()> {
         .set_target_level(simplelog::LevelFilter::Off)
         .set_thread_level(simplelog::LevelFilter::Off)
         .build();
-    simplelog::TermLogger::init(
-        level,
-        config,
-        simplelog::TerminalMode::Stderr,
-        simplelog::ColorChoice::Auto,
-    )
+    // Colour only on a terminal: logs that go to files stay plain text.
+    let color = if std::io::stderr().is_terminal() {
+        simplelog::ColorChoice::Auto
+    } else {
+        simplelog::ColorChoice::Never
+    };
+    simplelog::TermLogger::init(level, config, simplelog::TerminalMode::Stderr, color)
     .context("failed to set up logging")?;
     if verbose > 0 {
         scx_utils::init_libbpf_logging(Some(libbpf_rs::PrintLevel::Debug));

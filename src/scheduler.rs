@@ -133,6 +133,10 @@ impl<'obj> Scheduler<'obj> {
             }
         }
 
+        if self.stats_every.is_some() {
+            println!("[fastpath] totals: {}", self.snapshot()?.format_totals());
+        }
+
         // Dropping the link unregisters the scheduler; the kernel then calls
         // ops.exit(), which records why.
         self.struct_ops.take();

@@ -65,6 +65,16 @@ impl Snapshot {
         );
         line
     }
+
+    /// One line of running totals since the scheduler attached.
+    pub fn format_totals(&self) -> String {
+        STAT_NAMES
+            .iter()
+            .zip(self.cnt.iter())
+            .map(|(name, v)| format!("{name}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 #[cfg(test)]
@@ -90,6 +100,16 @@ mod tests {
         let line = now.format_line(&prev, Duration::from_secs(3));
         assert!(line.starts_with("direct_local=100/s "), "{line}");
         assert!(line.ends_with("queued_shared=4 queued_cpu=0"), "{line}");
+    }
+
+    #[test]
+    fn totals_name_every_counter() {
+        let mut now = Snapshot::default();
+        now.cnt[NR_STATS - 1] = 7;
+        let line = now.format_totals();
+        assert!(line.starts_with("direct_local=0 "), "{line}");
+        assert!(line.ends_with(" wake_preempt=7"), "{line}");
+        assert_eq!(line.split(' ').count(), NR_STATS);
     }
 
     #[test]
