@@ -25,6 +25,41 @@ pub struct Opts {
     )]
     pub slice_us: u64,
 
+    /// Fast path 1 off: tasks allowed on one CPU (or migration-disabled) go
+    /// through the generic path (shared DSQ, idle scan, kicks) instead of
+    /// straight to their CPU's DSQ.
+    #[arg(long)]
+    pub no_pinned_fastpath: bool,
+
+    /// Fast path 2 off: wakeups always use the kernel's idle search, enqueue
+    /// always rescans for an idle CPU, and preemption checks always run.
+    #[arg(long)]
+    pub no_cheap_wakeup: bool,
+
+    /// Fast path 3: longest time, in microseconds, a CPU whose task just
+    /// blocked spins for new work before going idle; the window adapts per
+    /// CPU between 2 us and this. 0 (the default, see README: measured, it
+    /// did not pay) disables holding.
+    #[arg(
+        long,
+        value_name = "US",
+        default_value_t = 0,
+        value_parser = clap::value_parser!(u64).range(0..=bpf_intf::fp_consts_FP_IDLE_HOLD_US_MAX as u64)
+    )]
+    pub idle_hold_us: u64,
+
+    /// Ask the CPU idle governor (PM QoS, /dev/cpu_dma_latency) for idle
+    /// states that resume within this many microseconds, while running;
+    /// restored on exit. Complements --idle-hold-us. Off when not given.
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(i32).range(0..=1_000_000))]
+    pub idle_resume_us: Option<i32>,
+
+    /// Fast path 4 off: counters become atomics in one array shared by all
+    /// CPUs and the global vtime is written on every context switch, as a
+    /// scheduler without cache-line care would do it.
+    #[arg(long)]
+    pub no_compact_layout: bool,
+
     /// Print a line of scheduler counters every SECS seconds (0: off).
     #[arg(long, value_name = "SECS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub stats: u64,
@@ -37,4 +72,66 @@ pub struct Opts {
     /// Verbose output: debug messages, including libbpf's. Repeat for more.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+impl Opts {
+    /// The tunables as the stats show them.
+    pub fn describe(&self) -> String {
+        format!(
+            "slice_us={} pinned_fastpath={} cheap_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            self.slice_us,
+            on_off(!self.no_pinned_fastpath),
+            on_off(!self.no_cheap_wakeup),
+            self.idle_hold_us,
+            self.idle_resume_us.map_or("off".to_string(), |us| us.to_string()),
+            on_off(!self.no_compact_layout),
+            on_off(!cfg!(feature = "no-branch-hints")),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_turn_every_fast_path_on() {
+        let o = Opts::parse_from(["scx_fastpath"]);
+        let d = o.describe();
+        assert!(d.contains("pinned_fastpath=on"), "{d}");
+        assert!(d.contains("cheap_wakeup=on"), "{d}");
+        assert!(d.contains("idle_hold_us=0"), "{d}");
+        assert!(d.contains("compact_layout=on"), "{d}");
+    }
+
+    #[test]
+    fn switches_turn_them_off_and_hold_on() {
+        let o = Opts::parse_from([
+            "scx_fastpath",
+            "--no-pinned-fastpath",
+            "--no-cheap-wakeup",
+            "--idle-hold-us",
+            "200",
+            "--no-compact-layout",
+        ]);
+        let d = o.describe();
+        for off in ["pinned_fastpath=off", "cheap_wakeup=off", "idle_hold_us=200", "compact_layout=off"] {
+            assert!(d.contains(off), "{d}");
+        }
+    }
+
+    #[test]
+    fn out_of_range_values_are_refused() {
+        assert!(Opts::try_parse_from(["scx_fastpath", "--idle-hold-us", "1001"]).is_err());
+        assert!(Opts::try_parse_from(["scx_fastpath", "--slice-us", "99"]).is_err());
+        assert!(Opts::try_parse_from(["scx_fastpath", "--idle-resume-us", "-1"]).is_err());
+    }
 }

@@ -14,7 +14,7 @@ use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::cli::Opts;
 use crate::preflight;
-use crate::stats::{Snapshot, NR_STATS};
+use crate::stats::{HoldWindows, Snapshot, NR_STATS};
 
 /// How often the run loop looks at the exit state when no stats are due.
 const POLL: Duration = Duration::from_millis(100);
@@ -22,6 +22,8 @@ const POLL: Duration = Duration::from_millis(100);
 pub struct Scheduler<'obj> {
     skel: BpfSkel<'obj>,
     struct_ops: Option<libbpf_rs::Link>,
+    _idle_resume: Option<std::fs::File>,
+    compact_layout: bool,
     nr_cpus: usize,
     stats_every: Option<Duration>,
     queued_warned: bool,
@@ -50,24 +52,37 @@ impl<'obj> Scheduler<'obj> {
             .context("BPF skeleton has no .rodata")?;
         rodata.nr_cpu_ids = nr_cpus as u32;
         rodata.slice_ns = opts.slice_us * 1000;
+        rodata.pinned_fastpath = !opts.no_pinned_fastpath;
+        rodata.cheap_wakeup = !opts.no_cheap_wakeup;
+        rodata.idle_hold_ns = opts.idle_hold_us * 1000;
+        rodata.compact_layout = !opts.no_compact_layout;
 
         let mut skel = scx_ops_load!(skel, fastpath_ops, uei).context("failed to load the BPF scheduler")?;
         // Re-check right before attaching: name a scheduler that won the race.
         preflight::check_no_other_scheduler()?;
         let struct_ops = scx_ops_attach!(skel, fastpath_ops).context("failed to attach the BPF scheduler")?;
 
-        info!(
-            "scx_fastpath {} attached ({} CPUs, slice {} us)",
-            env!("CARGO_PKG_VERSION"),
-            nr_cpus,
-            opts.slice_us
-        );
+        // Kept open while running: closing it restores the old latency.
+        let idle_resume = match opts.idle_resume_us {
+            Some(us) => Some(
+                scx_utils::pm::update_global_idle_resume_latency(us)
+                    .context("failed to set the idle resume latency (/dev/cpu_dma_latency)")?,
+            ),
+            None => None,
+        };
+
+        info!("scx_fastpath {} attached ({} CPUs)", env!("CARGO_PKG_VERSION"), nr_cpus);
+        if opts.stats > 0 {
+            println!("[fastpath] config: {}", opts.describe());
+        }
         let ops = preflight::loaded_scheduler()?.unwrap_or_else(|| "none".into());
         info!("sched_ext state: {}, ops: {ops}", preflight::sched_ext_state()?);
 
         Ok(Self {
             skel,
             struct_ops: Some(struct_ops),
+            _idle_resume: idle_resume,
+            compact_layout: !opts.no_compact_layout,
             nr_cpus,
             stats_every: (opts.stats > 0).then(|| Duration::from_secs(opts.stats)),
             queued_warned: false,
@@ -76,20 +91,34 @@ impl<'obj> Scheduler<'obj> {
 
     /// Sum every CPU's counters, and sample the DSQ depths.
     fn snapshot(&mut self) -> Result<Snapshot> {
-        let data = self
-            .skel
-            .maps
-            .data_stats_data
-            .as_ref()
-            .context("BPF skeleton has no .data.stats")?;
-        let per_cpu: Vec<[u64; NR_STATS]> = data.fp_stats[..self.nr_cpus]
+        // SAFETY (all volatile reads below): the arrays live in BPF maps'
+        // mmap()ed memory and BPF programs update them concurrently; a
+        // volatile read of an aligned u64 is the sound way to look at them.
+        let mut snap = if self.compact_layout {
+            let data = self.skel.maps.data_stats_data.as_ref().context("BPF skeleton has no .data.stats")?;
+            let per_cpu: Vec<[u64; NR_STATS]> = data.fp_stats[..self.nr_cpus]
+                .iter()
+                .map(|line| std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&line.s.cnt[i]) }))
+                .collect();
+            Snapshot::from_per_cpu(per_cpu.iter())
+        } else {
+            let data = self
+                .skel
+                .maps
+                .data_stats_shared_data
+                .as_ref()
+                .context("BPF skeleton has no .data.stats_shared")?;
+            let all: [u64; NR_STATS] =
+                std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&data.fp_stats_shared.cnt[i]) });
+            Snapshot::from_per_cpu([all].iter())
+        };
+
+        let cpus = self.skel.maps.data_cpus_data.as_ref().context("BPF skeleton has no .data.cpus")?;
+        let windows: Vec<u64> = cpus.fp_cpus[..self.nr_cpus]
             .iter()
-            // SAFETY: the array lives in the BPF map's mmap()ed memory and
-            // BPF programs update it concurrently; a volatile read of an
-            // aligned u64 is the only sound way to look at it.
-            .map(|line| std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&line.s.cnt[i]) }))
+            .map(|c| unsafe { std::ptr::read_volatile(&c.hold_window_ns) })
             .collect();
-        let mut snap = Snapshot::from_per_cpu(per_cpu.iter());
+        snap.hold = HoldWindows::from_ns(&windows);
 
         match self.skel.progs.fp_sample_queued.test_run(ProgramInput::default()) {
             Ok(_) => {
@@ -136,11 +165,39 @@ impl<'obj> Scheduler<'obj> {
         if self.stats_every.is_some() {
             println!("[fastpath] totals: {}", self.snapshot()?.format_totals());
         }
+        #[cfg(feature = "branch-profile")]
+        self.print_branch_profile()?;
 
         // Dropping the link unregisters the scheduler; the kernel then calls
         // ops.exit(), which records why.
         self.struct_ops.take();
         uei_report!(&self.skel, uei).context("the scheduler exited with an error")
+    }
+}
+
+#[cfg(feature = "branch-profile")]
+impl Scheduler<'_> {
+    /// Print the branch table (docs/branch-profile.md is made from it).
+    fn print_branch_profile(&self) -> Result<()> {
+        use crate::stats::{format_branch_table, BranchCounts, NR_BRANCHES};
+
+        let data = self
+            .skel
+            .maps
+            .data_branches_data
+            .as_ref()
+            .context("BPF skeleton has no .data.branches")?;
+        let mut sum: BranchCounts = [[0; 2]; NR_BRANCHES];
+        for line in &data.fp_branches[..self.nr_cpus] {
+            for (s, c) in sum.iter_mut().zip(line.cnt.iter()) {
+                // SAFETY: as in snapshot().
+                s[0] += unsafe { std::ptr::read_volatile(&c[0]) };
+                s[1] += unsafe { std::ptr::read_volatile(&c[1]) };
+            }
+        }
+        println!("[fastpath] branch profile:");
+        print!("{}", format_branch_table(&sum));
+        Ok(())
     }
 }
 

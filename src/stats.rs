@@ -11,8 +11,16 @@ pub const NR_STATS: usize = bpf_intf::fp_stat_idx_FP_NR_STATS as usize;
 /// Short names of the counters in enum fp_stat_idx order, as printed.
 pub const STAT_NAMES: [&str; NR_STATS] = [
     "direct_local",
-    "enq_cpu_dsq",
     "enq_shared",
+    "pinned",
+    "pinned_migdis",
+    "wake_prev_idle",
+    "wake_no_scan",
+    "wake_no_kick",
+    "hold_start",
+    "hold_caught",
+    "hold_expired",
+    "hold_redirect",
     "disp_cpu_dsq",
     "disp_shared",
     "keep_prev",
@@ -20,12 +28,85 @@ pub const STAT_NAMES: [&str; NR_STATS] = [
     "wake_preempt",
 ];
 
+#[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
+pub const NR_BRANCHES: usize = bpf_intf::fp_branch_idx_FP_NR_BRANCHES as usize;
+
+#[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
+/// Names of the profiled branches in enum fp_branch_idx order.
+pub const BRANCH_NAMES: [&str; NR_BRANCHES] = [
+    "select_holder",
+    "select_prev_idle",
+    "select_idle_found",
+    "enq_redirected",
+    "enq_pinned",
+    "pinned_migdis",
+    "enq_no_scan",
+    "preempt_no_kick",
+    "preempt_behind",
+    "dispatch_consumed",
+    "dispatch_keep_prev",
+    "running_kicked",
+    "running_adapt",
+];
+
+#[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
+/// Per branch: how often its condition was false, and true, summed over CPUs.
+pub type BranchCounts = [[u64; 2]; NR_BRANCHES];
+
+#[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
+/// A table of branch frequencies, one row per branch, with the hint the
+/// counts justify: a branch that goes one way at least 95% of the time.
+pub fn format_branch_table(counts: &BranchCounts) -> String {
+    let mut out = String::from("| branch | true | false | true % | hint |\n|---|---:|---:|---:|---|\n");
+    for (name, c) in BRANCH_NAMES.iter().zip(counts.iter()) {
+        let total = c[0] + c[1];
+        let (pct, hint) = if total == 0 {
+            ("-".to_string(), "none (never reached)")
+        } else {
+            let p = 100.0 * c[1] as f64 / total as f64;
+            let hint = if p >= 95.0 {
+                "likely"
+            } else if p <= 5.0 {
+                "unlikely"
+            } else {
+                "none"
+            };
+            (format!("{p:.1}"), hint)
+        };
+        let _ = writeln!(out, "| {name} | {} | {} | {pct} | {hint} |", c[1], c[0]);
+    }
+    out
+}
+
+/// The adaptive idle-hold windows of the CPUs, in microseconds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HoldWindows {
+    pub min_us: f64,
+    pub avg_us: f64,
+    pub max_us: f64,
+}
+
+impl HoldWindows {
+    pub fn from_ns(windows: &[u64]) -> Self {
+        if windows.is_empty() {
+            return Self::default();
+        }
+        let us: Vec<f64> = windows.iter().map(|&ns| ns as f64 / 1000.0).collect();
+        Self {
+            min_us: us.iter().cloned().fold(f64::INFINITY, f64::min),
+            avg_us: us.iter().sum::<f64>() / us.len() as f64,
+            max_us: us.iter().cloned().fold(0.0, f64::max),
+        }
+    }
+}
+
 /// A point-in-time sum of every CPU's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
     pub cnt: [u64; NR_STATS],
     pub queued_shared: u64,
     pub queued_cpu: u64,
+    pub hold: HoldWindows,
 }
 
 impl Snapshot {
@@ -60,8 +141,8 @@ impl Snapshot {
         }
         let _ = write!(
             line,
-            "queued_shared={} queued_cpu={}",
-            self.queued_shared, self.queued_cpu
+            "queued_shared={} queued_cpu={} hold_window_us={:.0}/{:.0}/{:.0}",
+            self.queued_shared, self.queued_cpu, self.hold.min_us, self.hold.avg_us, self.hold.max_us
         );
         line
     }
@@ -99,7 +180,7 @@ mod tests {
         now.queued_shared = 4;
         let line = now.format_line(&prev, Duration::from_secs(3));
         assert!(line.starts_with("direct_local=100/s "), "{line}");
-        assert!(line.ends_with("queued_shared=4 queued_cpu=0"), "{line}");
+        assert!(line.contains(" queued_shared=4 queued_cpu=0 "), "{line}");
     }
 
     #[test]
@@ -113,6 +194,29 @@ mod tests {
     }
 
     #[test]
+    fn hold_windows_summarise_cpus() {
+        let h = HoldWindows::from_ns(&[2000, 50000, 8000]);
+        assert_eq!(h.min_us, 2.0);
+        assert_eq!(h.max_us, 50.0);
+        assert_eq!(h.avg_us, 20.0);
+        assert_eq!(HoldWindows::from_ns(&[]), HoldWindows::default());
+    }
+
+    #[test]
+    fn branch_hints_need_95_percent() {
+        let mut c: BranchCounts = [[0; 2]; NR_BRANCHES];
+        c[0] = [1, 99]; // true 99%: likely
+        c[1] = [50, 50]; // none
+        c[2] = [96, 4]; // true 4%: unlikely
+        let t = format_branch_table(&c);
+        assert!(t.contains("| select_holder | 99 | 1 | 99.0 | likely |"), "{t}");
+        assert!(t.contains("| select_prev_idle | 50 | 50 | 50.0 | none |"), "{t}");
+        assert!(t.contains("| select_idle_found | 4 | 96 | 4.0 | unlikely |"), "{t}");
+        assert!(t.contains("| enq_redirected | 0 | 0 | - | none (never reached) |"), "{t}");
+        assert_eq!(BRANCH_NAMES.len(), NR_BRANCHES);
+    }
+
+    #[test]
     fn names_match_the_bpf_enum() {
         assert_eq!(STAT_NAMES.len(), NR_STATS);
         assert_eq!(
@@ -122,6 +226,15 @@ mod tests {
         assert_eq!(
             STAT_NAMES[bpf_intf::fp_stat_idx_FP_STAT_KEEP_PREV as usize],
             "keep_prev"
+        );
+        assert_eq!(STAT_NAMES[bpf_intf::fp_stat_idx_FP_STAT_PINNED as usize], "pinned");
+        assert_eq!(
+            STAT_NAMES[bpf_intf::fp_stat_idx_FP_STAT_HOLD_REDIRECT as usize],
+            "hold_redirect"
+        );
+        assert_eq!(
+            BRANCH_NAMES[bpf_intf::fp_branch_idx_FP_BR_RUNNING_ADAPT as usize],
+            "running_adapt"
         );
     }
 }

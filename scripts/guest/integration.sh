@@ -187,11 +187,154 @@ test_errors() {
 	return $ok
 }
 
+
+# ---------------------------------------------------------------------------
+# Fast paths: each test runs a workload built to take the path, once with
+# the fast path on (its counter must move) and once switched off (it must
+# stay at zero, or the path's ablation counter must move instead).
+# ---------------------------------------------------------------------------
+
+# Run "$@" as the workload under the scheduler started with $SCHED_ARGS;
+# leaves the loader's log (with its totals line) in $SCHED_LOG.
+run_under_sched() {
+	# shellcheck disable=SC2086
+	start_sched $SCHED_ARGS || return 1
+	"$@" >"$WORK/workload.log" 2>&1
+	local rc=$?
+	kill -INT "$SCHED_PID"
+	wait "$SCHED_PID" || { say "loader exited non-zero"; rc=1; }
+	SCHED_PID=
+	[ "$rc" -eq 0 ] || { say "workload failed ($rc):"; tail -n 5 "$WORK/workload.log" | sed 's/^/    | /'; }
+	return $rc
+}
+
+# Binaries on the guest's tmpfs: exec over the shared 9p root is ~8x slower.
+setup_exec_loops() {
+	cp /bin/true "$WORK/true"
+	cp /bin/bash "$WORK/bash"
+	cat >"$WORK/execl.sh" <<'EOS'
+#!/tmp/scx-tests/bash
+# An execl loop: the process replaces itself $1 more times.
+[ "$1" -gt 0 ] && exec /tmp/scx-tests/bash /tmp/scx-tests/execl.sh $(($1 - 1))
+exit 0
+EOS
+	chmod +x "$WORK/execl.sh"
+}
+
+pinned_workload() {
+	taskset -c 0 "$WORK/bash" "$WORK/execl.sh" 300 &&
+		taskset -c 0 "$WORK/bash" -c "for i in \$(seq 300); do $WORK/true; done"
+}
+
+test_pinned_path() {
+	local m on off migdis ok=0
+	m=$(dmesg_mark)
+	setup_exec_loops
+	SCHED_ARGS="" run_under_sched pinned_workload || return 1
+	on=$(counter_total pinned)
+	migdis=$(counter_total pinned_migdis)
+	say "on:  execl x300 + fork/exec x300 pinned to CPU 0: pinned=$on (migration-disabled: $migdis)"
+	SCHED_ARGS="--no-pinned-fastpath" run_under_sched pinned_workload || return 1
+	off=$(counter_total pinned)
+	say "off: same workload with --no-pinned-fastpath: pinned=$off, enq_shared=$(counter_total enq_shared)"
+	# 600 pinned tasks run and each is enqueued at least once.
+	[ "${on:-0}" -ge 600 ] || { say "pinned path not taken enough"; ok=1; }
+	[ "${off:-1}" -eq 0 ] || { say "pinned path taken while switched off"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+pipe_workload() { perf bench sched pipe -l "${PIPE_LOOPS:-20000}"; }
+
+test_cheap_wakeup() {
+	local m ok=0 name v sum_on=0 sum_off=0
+	m=$(dmesg_mark)
+	SCHED_ARGS="" run_under_sched pipe_workload || return 1
+	say "on:  perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
+	for name in wake_prev_idle wake_no_scan wake_no_kick; do
+		v=$(counter_total $name)
+		say "     $name=$v"
+		sum_on=$((sum_on + ${v:-0}))
+	done
+	[ "$(counter_total wake_prev_idle)" -gt 0 ] || { say "idle prev CPU never claimed directly"; ok=1; }
+	SCHED_ARGS="--no-cheap-wakeup" run_under_sched pipe_workload || return 1
+	say "off: perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
+	for name in wake_prev_idle wake_no_scan wake_no_kick; do
+		v=$(counter_total $name)
+		say "     $name=$v"
+		sum_off=$((sum_off + ${v:-0}))
+	done
+	[ "$sum_on" -gt 0 ] && [ "$sum_off" -eq 0 ] || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+test_idle_hold() {
+	local m ok=0
+	m=$(dmesg_mark)
+	SCHED_ARGS="--idle-hold-us 1000" run_under_sched pipe_workload || return 1
+	say "on (1000 us): perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
+	say "     hold_start=$(counter_total hold_start) hold_caught=$(counter_total hold_caught)" \
+		"hold_expired=$(counter_total hold_expired) hold_redirect=$(counter_total hold_redirect)"
+	say "     windows: $(grep '^\[fastpath\] [a-z]' "$SCHED_LOG" | grep -v totals | tail -n 1 | grep -o 'hold_window_us=[^ ]*')"
+	[ "$(counter_total hold_caught)" -gt 0 ] || { say "no hold caught work"; ok=1; }
+	[ "$(counter_total hold_redirect)" -gt 0 ] || { say "no wakeup was redirected to a holder"; ok=1; }
+	SCHED_ARGS="--idle-hold-us 0" run_under_sched pipe_workload || return 1
+	say "off (0): perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
+	say "     hold_start=$(counter_total hold_start) hold_redirect=$(counter_total hold_redirect)"
+	[ "$(counter_total hold_start)" -eq 0 ] && [ "$(counter_total hold_redirect)" -eq 0 ] || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+# Many short sleepers on every CPU wake and block constantly, so holds start,
+# catch, expire and get redirected wakeups all at once, for HOLD_SECS.
+hold_race_workload() {
+	stress-ng --temp-path "$WORK" --sleep $((4 * NCPU)) --sleep-max 64 \
+		--cyclic 1 --cyclic-policy rr --cyclic-sleep 200000 \
+		--pipe "$NCPU" --timeout "${HOLD_SECS:-60}s" --metrics-brief
+}
+
+test_hold_races() {
+	local m ok=0
+	m=$(dmesg_mark)
+	SCHED_ARGS="--idle-hold-us 1000" run_under_sched hold_race_workload || ok=1
+	say "$((4 * NCPU)) sleepers x 64 threads, pipe ping-pongs, ${HOLD_SECS:-60} s with --idle-hold-us 1000:"
+	say "     hold_start=$(counter_total hold_start) hold_caught=$(counter_total hold_caught)" \
+		"hold_expired=$(counter_total hold_expired) hold_redirect=$(counter_total hold_redirect)"
+	say "     stress-ng: $(grep -E 'successful run|unsuccessful|failed' "$WORK/workload.log" | tail -n 1)"
+	grep -q 'successful run completed' "$WORK/workload.log" || { say "stress-ng did not complete every worker"; ok=1; }
+	grep -q 'EXIT: unregistered from user space' "$SCHED_LOG" || { say "scheduler was ejected: $(grep EXIT "$SCHED_LOG")"; ok=1; }
+	[ "$(counter_total hold_start)" -gt 0 ] || ok=1
+	# Every hold ends one way or the other.
+	[ "$(counter_total hold_start)" -eq $(($(counter_total hold_caught) + $(counter_total hold_expired))) ] ||
+		say "note: holds in flight at exit: start != caught + expired"
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+layout_workload() { stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 5s --quiet; }
+
+test_compact_layout() {
+	local m ok=0 on off
+	m=$(dmesg_mark)
+	SCHED_ARGS="" run_under_sched layout_workload || return 1
+	on=$(counter_total disp_shared)
+	say "on:  $(grep 'config:' "$SCHED_LOG" | grep -o 'compact_layout=[a-z]*'), per-CPU counters: disp_shared=$on"
+	SCHED_ARGS="--no-compact-layout" run_under_sched layout_workload || return 1
+	off=$(counter_total disp_shared)
+	say "off: $(grep 'config:' "$SCHED_LOG" | grep -o 'compact_layout=[a-z]*'), shared atomic counters: disp_shared=$off"
+	[ "${on:-0}" -gt 0 ] && [ "${off:-0}" -gt 0 ] || ok=1
+	grep -q 'compact_layout=off' "$SCHED_LOG" || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 printf 'guest: kernel %s, %d CPUs, sched_ext state %s\n' "$(uname -r)" "$NCPU" "$(state)"
 boot_mark=0
 
 # TESTS="name ..." runs a subset.
-for t in ${TESTS:-attach mixed_load sigint sigterm sigkill hotplug errors}; do
+for t in ${TESTS:-attach mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold hold_races compact_layout}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
 	run_test "$t" "test_$t"
 done

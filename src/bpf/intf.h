@@ -34,6 +34,16 @@ enum fp_consts {
 	FP_SLICE_US_MIN		= 100,
 	FP_SLICE_US_MAX		= 100000,
 	FP_TIMEOUT_MS		= 5000,
+
+	/*
+	 * Idle hold: --idle-hold-us is capped here, since a holding CPU spins
+	 * with its runqueue locked and IRQs off. The adaptive window never
+	 * shrinks below FP_HOLD_MIN_NS.
+	 */
+	FP_IDLE_HOLD_US_MAX	= 1000,
+	FP_HOLD_MIN_NS		= 2000,
+	/* CPUs a wakeup looks at for a holder when none is idle. */
+	FP_HOLD_SCAN		= 8,
 };
 
 /*
@@ -43,8 +53,22 @@ enum fp_consts {
 enum fp_stat_idx {
 	/* Where ops.select_cpu()/ops.enqueue() put a task. */
 	FP_STAT_DIRECT_LOCAL,	/* straight to an idle CPU's local DSQ */
-	FP_STAT_ENQ_CPU_DSQ,	/* to the per-CPU DSQ of its only CPU */
 	FP_STAT_ENQ_SHARED,	/* to the shared DSQ */
+
+	/* Fast path 1: tasks with one possible CPU. */
+	FP_STAT_PINNED,		/* queued straight on its CPU's DSQ */
+	FP_STAT_PINNED_MIGDIS,	/* ... of which migration-disabled */
+
+	/* Fast path 2: cheap wakeups. */
+	FP_STAT_WAKE_PREV_IDLE,	/* prev CPU idle: claimed with no scan */
+	FP_STAT_WAKE_NO_SCAN,	/* enqueue skipped a scan select_cpu just did */
+	FP_STAT_WAKE_NO_KICK,	/* preemption kick skipped: it could not matter */
+
+	/* Fast path 3: hold a CPU briefly before idling. */
+	FP_STAT_HOLD_START,	/* a CPU held instead of going idle */
+	FP_STAT_HOLD_CAUGHT,	/* ... and work arrived within the window */
+	FP_STAT_HOLD_EXPIRED,	/* ... and the window ran out */
+	FP_STAT_HOLD_REDIRECT,	/* a wakeup was queued for a holding CPU */
 
 	/* What ops.dispatch() found. */
 	FP_STAT_DISP_CPU_DSQ,	/* moved a task from this CPU's DSQ */
@@ -64,6 +88,29 @@ enum fp_stat_idx {
  */
 struct fp_cpu_stats {
 	u64 cnt[FP_NR_STATS];
+};
+
+/*
+ * Data-dependent branches on the hot paths, counted per CPU in builds with
+ * the branch-profile feature (FP_BRANCH() in main.bpf.c), so that
+ * likely()/unlikely() go only where the counts justify them. Keep the names
+ * in sync with src/stats.rs.
+ */
+enum fp_branch_idx {
+	FP_BR_SELECT_HOLDER,	/* select_cpu: prev is holding, redirect */
+	FP_BR_SELECT_PREV_IDLE,	/* select_cpu: prev idle and claimed */
+	FP_BR_SELECT_IDLE_FOUND,	/* select_cpu: the kernel found an idle CPU */
+	FP_BR_ENQ_REDIRECTED,	/* enqueue: a redirected wakeup */
+	FP_BR_ENQ_PINNED,	/* enqueue: task has one possible CPU */
+	FP_BR_PINNED_MIGDIS,	/* pinned_cpu: migration-disabled */
+	FP_BR_ENQ_NO_SCAN,	/* enqueue: wakeup select_cpu already scanned for */
+	FP_BR_PREEMPT_NO_KICK,	/* preempt_if_behind: kick cannot matter */
+	FP_BR_PREEMPT_BEHIND,	/* preempt_if_behind: current task is behind */
+	FP_BR_DISPATCH_CONSUMED,	/* dispatch: found a waiting task */
+	FP_BR_DISPATCH_KEEP_PREV,	/* dispatch: prev still runnable */
+	FP_BR_RUNNING_KICKED,	/* running: a preemption kick was pending */
+	FP_BR_RUNNING_ADAPT,	/* running: last hold expired, adapt window */
+	FP_NR_BRANCHES,
 };
 
 #endif /* __FASTPATH_INTF_H */

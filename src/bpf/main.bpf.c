@@ -20,9 +20,24 @@
  * Responsiveness: a sleeper's vtime is clamped to at most 2 slices behind
  * the system's vtime, so it cannot hoard credit, but it comes back ahead of
  * CPU hogs. When it wakes and no CPU is idle, the CPU it last ran on is
- * preempted if the task running there is behind it in virtual time. This is
- * what keeps the wakeup latency of periodic sleepers near the kernel's
- * default scheduler instead of a whole slice behind each hog.
+ * preempted if the task running there is behind it in virtual time.
+ *
+ * Fast paths
+ * ----------
+ * Five ideas from scheduler-core work, each with a switch (rodata, set by
+ * the loader) and counters (enum fp_stat_idx):
+ *
+ *  1. pinned_fastpath: a task with one possible CPU goes straight to that
+ *     CPU's DSQ: no idle scan, no shared DSQ, no kick of another CPU.
+ *  2. cheap_wakeup: a wakeup whose answer is known does no more work: an
+ *     idle prev CPU is claimed without a scan, enqueue does not rescan what
+ *     select_cpu just scanned, and no kick goes out when it cannot matter.
+ *  3. idle_hold_ns: a CPU whose task just blocked spins a short, adaptive
+ *     window for work before going idle. See idle_hold().
+ *  4. compact_layout: per-CPU state on cache lines of its own, counters
+ *     never shared between CPUs, and the global vtime written rarely.
+ *  5. likely()/unlikely() only where branch counts justify them, see
+ *     docs/branch-profile.md; FP_BRANCH() counts them in profiling builds.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -34,40 +49,121 @@ UEI_DEFINE(uei);
 /* Set by the loader before load. */
 const volatile u32 nr_cpu_ids = 1;
 const volatile u64 slice_ns = 5ULL * 1000 * 1000;
+const volatile bool pinned_fastpath = true;
+const volatile bool cheap_wakeup = true;
+const volatile u64 idle_hold_ns;
+const volatile bool compact_layout = true;
+
+/*
+ * Branch hints (fast path 5). A build with -DFP_BRANCH_PROFILE counts how
+ * often each hinted branch goes which way, per CPU; the loader prints the
+ * table. A build with -DFP_NO_BRANCH_HINTS drops the hints, for ablation.
+ */
+#ifdef FP_NO_BRANCH_HINTS
+#undef likely
+#undef unlikely
+#define likely(x)	(x)
+#define unlikely(x)	(x)
+#endif
+
+#ifdef FP_BRANCH_PROFILE
+struct fp_branch_line {
+	u64 cnt[FP_NR_BRANCHES][2];
+} __attribute__((aligned(FP_CACHELINE)));
+
+struct fp_branch_line fp_branches[FP_MAX_CPUS] SEC(".data.branches");
+
+static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
+{
+	u32 cpu = bpf_get_smp_processor_id() & (FP_MAX_CPUS - 1);
+
+	if (idx < FP_NR_BRANCHES)
+		fp_branches[cpu].cnt[idx][cond]++;
+	return cond;
+}
+#define FP_BRANCH(idx, cond)	fp_branch(idx, !!(cond))
+#else
+#define FP_BRANCH(idx, cond)	(cond)
+#endif
 
 /*
  * The system's virtual time: the largest vtime any task started running
- * with. New tasks start here, sleepers are clamped relative to it. It has a
- * cache line of its own: it is read on every enqueue and written whenever
- * it advances.
+ * with, give or take FP_VTIME_STEP. New tasks start here, sleepers are
+ * clamped relative to it. Every CPU reads it on every enqueue, so it has a
+ * cache line of its own and, with compact_layout, is only written when it
+ * has moved by a sixteenth of a slice: a floor that lags by that much
+ * changes no decision, and the line stays shared-clean between writes.
  */
 u64 vtime_now SEC(".data.vtime") __attribute__((aligned(FP_CACHELINE)));
 
 /*
- * State of the task running on a CPU, written by that CPU in ops.running()
- * and ops.stopping(), read by wakers on other CPUs to decide whether to
- * preempt it. One cache line per CPU.
+ * Per-CPU state (fast path 4). Two cache lines per CPU:
+ *
+ * Line 0, written only by its CPU, read by other CPUs' wakeups:
+ *   curr_vtime, curr_started, curr_weight, curr_busy
+ *	ops.running()/stopping() write; enqueue's preempt_if_behind() reads.
+ *   holding	idle_hold() writes; select_cpu() and the enqueue of a
+ *		redirected wakeup read.
+ *   kicked	set by whoever sends a preemption kick, cleared by
+ *		ops.running(): the one field written from outside, and only
+ *		once per kick.
+ *
+ * Line 1, only ever touched by its own CPU:
+ *   curr_sum_start	ops.running() writes, ops.stopping() reads.
+ *   hold_window_ns, hold_expired_at	idle_hold() and ops.running().
+ *   redirect_pid, redirect_cpu	select_cpu() writes, the enqueue() of the
+ *		same wakeup (same CPU, IRQs still off) reads.
  */
 struct fp_cpu {
-	u64 curr_vtime;		/* vtime the current task started with */
-	u64 curr_started;	/* when it started, scx_bpf_now() */
-	u64 curr_sum_start;	/* its se.sum_exec_runtime when it started */
-	u32 curr_weight;	/* its weight */
-	u32 curr_busy;		/* a task of ours is running here */
+	/* line 0: shared, read remotely */
+	u64 curr_vtime;
+	u64 curr_started;
+	u32 curr_weight;
+	u32 curr_busy;
+	u32 holding;
+	u32 kicked;
+	u8 __pad0[FP_CACHELINE - 32];
+
+	/* line 1: private */
+	u64 curr_sum_start;
+	u64 hold_window_ns;
+	u64 hold_expired_at;
+	s32 redirect_pid;
+	s32 redirect_cpu;
+	u8 __pad1[FP_CACHELINE - 32];
 } __attribute__((aligned(FP_CACHELINE)));
 
+_Static_assert(sizeof(struct fp_cpu) == 2 * FP_CACHELINE,
+	       "struct fp_cpu must be exactly two cache lines");
+_Static_assert(__builtin_offsetof(struct fp_cpu, kicked) < FP_CACHELINE,
+	       "remotely read fields must all sit on line 0");
+_Static_assert(__builtin_offsetof(struct fp_cpu, curr_sum_start) == FP_CACHELINE,
+	       "private fields must start line 1");
+_Static_assert(__builtin_offsetof(struct fp_cpu, redirect_cpu) < 2 * FP_CACHELINE,
+	       "private fields must all sit on line 1");
+
+/*
+ * .data.* sections become BPF_F_MMAPABLE array maps whose values start on a
+ * page boundary, so the alignment above holds in memory too.
+ */
 struct fp_cpu fp_cpus[FP_MAX_CPUS] SEC(".data.cpus");
 
 /*
- * Counters: each CPU increments only its own element, which is padded to
- * whole cache lines, so counting never bounces a line between CPUs. The
- * loader reads them through the mmap()ed map and sums them.
+ * Counters: each CPU increments only its own element, padded to whole cache
+ * lines, so counting never bounces a line between CPUs. The loader reads
+ * them through the mmap()ed map and sums them. Without compact_layout they
+ * go to one array shared by all CPUs, with atomic adds, as a naive
+ * scheduler would do it: that is the ablation of fast path 4.
  */
 struct fp_cpu_stats_line {
 	struct fp_cpu_stats s;
 } __attribute__((aligned(FP_CACHELINE)));
 
+_Static_assert(sizeof(struct fp_cpu_stats_line) % FP_CACHELINE == 0,
+	       "per-CPU counters must fill whole cache lines");
+
 struct fp_cpu_stats_line fp_stats[FP_MAX_CPUS] SEC(".data.stats");
+struct fp_cpu_stats fp_stats_shared SEC(".data.stats_shared");
 
 /* Snapshot of DSQ depths, refreshed on demand by fp_sample_queued. */
 u64 nr_queued_shared;
@@ -80,10 +176,16 @@ static __always_inline struct fp_cpu *cpu_ctx(s32 cpu)
 
 static __always_inline void stat_inc(enum fp_stat_idx idx)
 {
-	u32 cpu = bpf_get_smp_processor_id() & (FP_MAX_CPUS - 1);
+	u32 cpu;
 
-	if (idx < FP_NR_STATS)
-		fp_stats[cpu].s.cnt[idx]++;
+	if (idx >= FP_NR_STATS)
+		return;
+	if (!compact_layout) {
+		__sync_fetch_and_add(&fp_stats_shared.cnt[idx], 1);
+		return;
+	}
+	cpu = bpf_get_smp_processor_id() & (FP_MAX_CPUS - 1);
+	fp_stats[cpu].s.cnt[idx]++;
 }
 
 /*
@@ -91,9 +193,10 @@ static __always_inline void stat_inc(enum fp_stat_idx idx)
  * task must stay where it is, even if its affinity has just been changed to
  * exclude that CPU; a task allowed on one CPU must go there.
  */
-static s32 pinned_cpu(struct task_struct *p)
+static s32 pinned_cpu(struct task_struct *p, bool *migdis)
 {
-	if (is_migration_disabled(p))
+	*migdis = is_migration_disabled(p);
+	if (unlikely(FP_BRANCH(FP_BR_PINNED_MIGDIS, *migdis)))
 		return scx_bpf_task_cpu(p);
 	if (p->nr_cpus_allowed == 1)
 		return bpf_cpumask_first(p->cpus_ptr);
@@ -115,80 +218,182 @@ static u64 task_vtime(struct task_struct *p)
 
 /*
  * Preempt @cpu for waking task @p if the task running there is behind @p in
- * virtual time, counting its runtime so far. @now is the caller's one clock
- * read.
+ * virtual time, counting its runtime so far. The clock is read only once a
+ * kick is possible.
  */
-static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now)
+static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
-	u64 curr_vtime, ran;
+	u64 curr_vtime, ran, now;
 	u32 weight;
 
-	if (!READ_ONCE(cctx->curr_busy))
+	/*
+	 * Cheap wakeups: no kick when it cannot matter. The CPU runs none of
+	 * our tasks (an idle CPU is rescheduled by the core's wakeup path),
+	 * or a kick is already on its way there.
+	 */
+	if (cheap_wakeup &&
+	    FP_BRANCH(FP_BR_PREEMPT_NO_KICK,
+		      !READ_ONCE(cctx->curr_busy) || READ_ONCE(cctx->kicked))) {
+		stat_inc(FP_STAT_WAKE_NO_KICK);
 		return;
+	}
 
+	now = scx_bpf_now();
 	weight = READ_ONCE(cctx->curr_weight) ?: 100;
 	ran = now - READ_ONCE(cctx->curr_started);
 	curr_vtime = READ_ONCE(cctx->curr_vtime) + ran * 100 / weight;
 
-	if (time_before(vtime, curr_vtime)) {
+	if (FP_BRANCH(FP_BR_PREEMPT_BEHIND, time_before(vtime, curr_vtime))) {
+		WRITE_ONCE(cctx->kicked, 1);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		stat_inc(FP_STAT_WAKE_PREEMPT);
 	}
 }
 
+/*
+ * Fast path 3, the waker's side: @cpu is holding (spinning in ops.dispatch()
+ * with its runqueue locked), so sending the wakeup there would make this CPU
+ * spin on that lock until the hold ends. Instead, let the task be enqueued
+ * here and have ops.enqueue() put it on @cpu's DSQ, which @cpu polls.
+ */
+static bool can_redirect(struct task_struct *p, s32 cpu, s32 this_cpu)
+{
+	return cpu != this_cpu && READ_ONCE(cpu_ctx(cpu)->holding) &&
+	       bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
+}
+
+static void redirect_to_holder(struct task_struct *p, s32 cpu, s32 this_cpu)
+{
+	struct fp_cpu *here = cpu_ctx(this_cpu);
+
+	here->redirect_pid = p->pid;
+	here->redirect_cpu = cpu;
+	stat_inc(FP_STAT_HOLD_REDIRECT);
+}
+
+/*
+ * No CPU is idle: a holding CPU is the next best thing, but the kernel's idle
+ * tracking cannot see it (it has not gone idle). Look at a few CPUs after
+ * @prev_cpu; this only runs when the idle search already came up empty.
+ */
+static s32 find_holder(struct task_struct *p, s32 prev_cpu, s32 this_cpu)
+{
+	u32 i, n = nr_cpu_ids < FP_HOLD_SCAN ? nr_cpu_ids : FP_HOLD_SCAN;
+	s32 cpu;
+
+	bpf_for(i, 1, n) {
+		cpu = (prev_cpu + i) % nr_cpu_ids;
+		if (can_redirect(p, cpu, this_cpu))
+			return cpu;
+	}
+	return -1;
+}
+
 s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
-	s32 cpu;
+	s32 cpu, this_cpu = bpf_get_smp_processor_id();
+	bool here_ok = idle_hold_ns && bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr);
+
+	if (here_ok && FP_BRANCH(FP_BR_SELECT_HOLDER, can_redirect(p, prev_cpu, this_cpu))) {
+		redirect_to_holder(p, prev_cpu, this_cpu);
+		return this_cpu;
+	}
+
+	/*
+	 * Cheap wakeups: if prev is idle, claiming it is the whole answer; the
+	 * kernel's search would look at it first anyway, after a few cpumask
+	 * operations. (It prefers a wholly idle SMT core to prev: we trade
+	 * that for keeping the task's cache warm.)
+	 */
+	if (cheap_wakeup &&
+	    FP_BRANCH(FP_BR_SELECT_PREV_IDLE,
+		      bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) &&
+		      scx_bpf_test_and_clear_cpu_idle(prev_cpu))) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		stat_inc(FP_STAT_WAKE_PREV_IDLE);
+		return prev_cpu;
+	}
 
 	/* The kernel's idle tracking picks and claims an idle CPU. */
 	cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, p->cpus_ptr, 0);
-	if (cpu >= 0) {
+	if (FP_BRANCH(FP_BR_SELECT_IDLE_FOUND, cpu >= 0)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		stat_inc(FP_STAT_DIRECT_LOCAL);
 		return cpu;
+	}
+
+	if (here_ok) {
+		cpu = find_holder(p, prev_cpu, this_cpu);
+		if (cpu >= 0) {
+			redirect_to_holder(p, cpu, this_cpu);
+			return this_cpu;
+		}
 	}
 	return prev_cpu;
 }
 
 /*
- * A task with one possible CPU waits on that CPU's own DSQ, ordered by vtime
- * with everything else that CPU runs, so it neither starves nor is starved.
+ * Fast path 1. A task with one possible CPU waits on that CPU's own DSQ,
+ * ordered by vtime with everything else that CPU runs, so it neither starves
+ * nor is starved. One lookup, no idle scan, no shared DSQ.
  */
-static void enqueue_pinned(struct task_struct *p, s32 cpu, u64 enq_flags)
+static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
+			   u64 enq_flags)
 {
 	u64 vtime = task_vtime(p);
 
 	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
-	stat_inc(FP_STAT_ENQ_CPU_DSQ);
+	stat_inc(FP_STAT_PINNED);
+	if (migdis)
+		stat_inc(FP_STAT_PINNED_MIGDIS);
 
 	if (enq_flags & SCX_ENQ_WAKEUP) {
 		/*
 		 * An idle target is rescheduled by the core's wakeup path;
 		 * a busy one may need preempting.
 		 */
-		preempt_if_behind(p, cpu, vtime, scx_bpf_now());
+		preempt_if_behind(p, cpu, vtime);
 	} else if (cpu != bpf_get_smp_processor_id()) {
 		/* E.g. an affinity change: make sure the CPU looks. */
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	}
 }
 
+/*
+ * Fast path 3: the enqueue of a wakeup that select_cpu() redirected from a
+ * holding CPU. Queue it on the holder's DSQ, which the holder polls, and
+ * kick it. The kick is not optional: the insert only lands after this op
+ * returns, so no check made here can tell whether the holder will still be
+ * looking by then. SCX_KICK_IDLE is delivered from irq_work after the insert
+ * has landed and only wakes the holder if it went idle without the task.
+ */
+static void enqueue_redirected(struct task_struct *p, s32 cpu, u64 enq_flags)
+{
+	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
 static void enqueue_shared(struct task_struct *p, u64 enq_flags)
 {
 	u64 vtime = task_vtime(p);
+	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
 	s32 cpu;
 
 	scx_bpf_dsq_insert_vtime(p, FP_SHARED_DSQ, slice_ns, vtime, enq_flags);
 	stat_inc(FP_STAT_ENQ_SHARED);
 
 	/*
-	 * ops.select_cpu() just looked for an idle CPU and found none; a CPU
-	 * that goes idle after that runs ops.dispatch() and finds this task
-	 * on the shared DSQ. Only tasks that skipped select_cpu need a scan.
+	 * Cheap wakeups: ops.select_cpu() just looked for an idle CPU and
+	 * found none; a CPU that goes idle after that runs ops.dispatch() and
+	 * finds this task on the shared DSQ. Only tasks that skipped
+	 * select_cpu need a scan.
 	 */
-	if (!(enq_flags & SCX_ENQ_WAKEUP) || !__COMPAT_is_enq_cpu_selected(enq_flags)) {
+	if (cheap_wakeup &&
+	    FP_BRANCH(FP_BR_ENQ_NO_SCAN, wakeup && __COMPAT_is_enq_cpu_selected(enq_flags))) {
+		stat_inc(FP_STAT_WAKE_NO_SCAN);
+	} else {
 		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 		if (cpu >= 0) {
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -197,18 +402,35 @@ static void enqueue_shared(struct task_struct *p, u64 enq_flags)
 		}
 	}
 
-	if (enq_flags & SCX_ENQ_WAKEUP)
-		preempt_if_behind(p, scx_bpf_task_cpu(p), vtime, scx_bpf_now());
+	if (wakeup)
+		preempt_if_behind(p, scx_bpf_task_cpu(p), vtime);
 }
 
 void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	s32 cpu = pinned_cpu(p);
+	struct fp_cpu *here;
+	bool migdis;
+	s32 cpu;
 
-	if (cpu >= 0)
-		enqueue_pinned(p, cpu, enq_flags);
-	else
-		enqueue_shared(p, enq_flags);
+	if (idle_hold_ns) {
+		here = cpu_ctx(bpf_get_smp_processor_id());
+		if (FP_BRANCH(FP_BR_ENQ_REDIRECTED, here->redirect_pid == p->pid)) {
+			here->redirect_pid = 0;
+			if (enq_flags & SCX_ENQ_WAKEUP) {
+				enqueue_redirected(p, here->redirect_cpu, enq_flags);
+				return;
+			}
+		}
+	}
+
+	if (pinned_fastpath) {
+		cpu = pinned_cpu(p, &migdis);
+		if (FP_BRANCH(FP_BR_ENQ_PINNED, cpu >= 0)) {
+			enqueue_pinned(p, cpu, migdis, enq_flags);
+			return;
+		}
+	}
+	enqueue_shared(p, enq_flags);
 }
 
 static bool vtime_less(struct task_struct *a, struct task_struct *b)
@@ -216,7 +438,11 @@ static bool vtime_less(struct task_struct *a, struct task_struct *b)
 	return time_before(a->scx.dsq_vtime, b->scx.dsq_vtime);
 }
 
-void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
+/*
+ * Move the waiting task with the smallest vtime from this CPU's DSQ or the
+ * shared DSQ to the local DSQ.
+ */
+static bool consume(s32 cpu)
 {
 	struct task_struct *mine, *shared;
 	bool mine_first;
@@ -227,37 +453,122 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (mine_first && scx_bpf_dsq_move_to_local(cpu, 0)) {
 		stat_inc(FP_STAT_DISP_CPU_DSQ);
-		return;
+		return true;
 	}
 	if (scx_bpf_dsq_move_to_local(FP_SHARED_DSQ, 0)) {
 		stat_inc(FP_STAT_DISP_SHARED);
-		return;
+		return true;
 	}
 	if (!mine_first && mine && scx_bpf_dsq_move_to_local(cpu, 0)) {
 		stat_inc(FP_STAT_DISP_CPU_DSQ);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Fast path 3, the holder's side. This CPU's task just blocked and nothing
+ * waits; spin up to the CPU's current window for work to arrive before
+ * letting it go idle. We run with the runqueue locked and IRQs off, so the
+ * window is short and capped, and wakeups aimed here are redirected (see
+ * redirect_to_holder()) rather than blocked on our lock.
+ */
+static bool idle_hold(s32 cpu)
+{
+	struct fp_cpu *cctx = cpu_ctx(cpu);
+	u64 start, window = cctx->hold_window_ns;
+	bool caught = false;
+	u32 i;
+
+	if (!window)
+		window = cctx->hold_window_ns = idle_hold_ns;
+
+	stat_inc(FP_STAT_HOLD_START);
+	WRITE_ONCE(cctx->holding, 1);
+
+	/* The clock is read inside the loop: scx_bpf_now() is frozen here. */
+	start = bpf_ktime_get_ns();
+	bpf_for(i, 0, 1 << 20) {
+		if (scx_bpf_dsq_nr_queued(cpu) || scx_bpf_dsq_nr_queued(FP_SHARED_DSQ)) {
+			caught = consume(cpu);
+			if (caught)
+				break;
+		}
+		if (bpf_ktime_get_ns() - start >= window)
+			break;
+	}
+
+	/*
+	 * A wakeup redirected here after this point is kicked over by its
+	 * waker (enqueue_redirected()), so nothing is stranded.
+	 */
+	WRITE_ONCE(cctx->holding, 0);
+
+	if (caught) {
+		stat_inc(FP_STAT_HOLD_CAUGHT);
+		cctx->hold_expired_at = 0;
+	} else {
+		stat_inc(FP_STAT_HOLD_EXPIRED);
+		cctx->hold_expired_at = bpf_ktime_get_ns();
+	}
+	return caught;
+}
+
+/*
+ * Adapt the hold window like the kernel's haltpoll governor: after a
+ * fruitless hold, if work came soon after the window ended, a longer window
+ * would have caught it: double it, up to --idle-hold-us. If it came much
+ * later, holding was wasted: halve it, down to FP_HOLD_MIN_NS.
+ */
+static void adapt_hold_window(struct fp_cpu *cctx, u64 now)
+{
+	u64 window = cctx->hold_window_ns;
+
+	if (now - cctx->hold_expired_at < idle_hold_ns)
+		window = window * 2 < idle_hold_ns ? window * 2 : idle_hold_ns;
+	else
+		window = window / 2 > FP_HOLD_MIN_NS ? window / 2 : FP_HOLD_MIN_NS;
+	cctx->hold_window_ns = window;
+	cctx->hold_expired_at = 0;
+}
+
+void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
+{
+	if (FP_BRANCH(FP_BR_DISPATCH_CONSUMED, consume(cpu)))
+		return;
+
+	/* Nothing else wants this CPU: let prev run another slice. */
+	if (FP_BRANCH(FP_BR_DISPATCH_KEEP_PREV,
+		      prev && (prev->scx.flags & SCX_TASK_QUEUED))) {
+		prev->scx.slice = slice_ns;
+		stat_inc(FP_STAT_KEEP_PREV);
 		return;
 	}
 
-	/* Nothing else wants this CPU: let prev run another slice. */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
-		prev->scx.slice = slice_ns;
-		stat_inc(FP_STAT_KEEP_PREV);
-	}
+	/* prev just blocked: hold the CPU briefly before it goes idle. */
+	if (idle_hold_ns && prev)
+		idle_hold(cpu);
 }
 
 void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 {
 	struct fp_cpu *cctx = cpu_ctx(bpf_get_smp_processor_id());
-	u64 vtime = p->scx.dsq_vtime;
+	u64 vtime = p->scx.dsq_vtime, now = scx_bpf_now();
+	u64 step = compact_layout ? slice_ns / 16 : 0;
 
-	if (time_before(READ_ONCE(vtime_now), vtime))
+	if (time_before(READ_ONCE(vtime_now) + step, vtime))
 		WRITE_ONCE(vtime_now, vtime);
 
 	cctx->curr_vtime = vtime;
-	cctx->curr_started = scx_bpf_now();
-	cctx->curr_sum_start = p->se.sum_exec_runtime;
+	cctx->curr_started = now;
 	cctx->curr_weight = p->scx.weight;
 	WRITE_ONCE(cctx->curr_busy, 1);
+	if (FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked)))
+		WRITE_ONCE(cctx->kicked, 0);
+
+	cctx->curr_sum_start = p->se.sum_exec_runtime;
+	if (unlikely(FP_BRANCH(FP_BR_RUNNING_ADAPT, cctx->hold_expired_at)))
+		adapt_hold_window(cctx, bpf_ktime_get_ns());
 }
 
 void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
@@ -289,6 +600,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fastpath_init)
 			scx_bpf_error("failed to create DSQ for CPU %d: %d", cpu, ret);
 			return ret;
 		}
+		cpu_ctx(cpu)->hold_window_ns = idle_hold_ns;
 	}
 
 	ret = scx_bpf_create_dsq(FP_SHARED_DSQ, -1);
