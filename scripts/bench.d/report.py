@@ -1,0 +1,517 @@
+#!/usr/bin/env python3
+"""Turn one scripts/bench run into the published report (stdlib only).
+
+Input, a run directory written by scripts/bench and scripts/guest/bench.sh:
+  meta.env    host facts and settings (key=value)
+  guest.txt   guest facts (key=value)
+  calib.txt   loop counts the guest picked
+  scheds.tsv  schedulers compared, in order (NAME<TAB>COMMAND)
+  raw.tsv     one measurement per line:
+              round sched workload metric value unit hib status note
+Output, in --out (default docs/bench):
+  results-<date>.md, results-<date>.svg, raw-<date>.tsv, latest.md,
+  latest.json
+
+Every ratio is normalised so that > 1 means better than the default
+scheduler: value/default when higher is better, default/value otherwise.
+
+  report.py --run DIR [--out DIR]
+  report.py --snippet docs/bench/latest.json   (headline numbers for README)
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+from collections import OrderedDict, defaultdict
+
+RAW_COLS = ["round", "sched", "workload", "metric", "value", "unit", "hib", "status", "note"]
+BASE = "default"
+TWIN = "default-b"
+COLORS = ["#8c8c8c", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
+          "#17becf", "#e377c2", "#bcbd22", "#7f7f7f", "#393b79", "#637939"]
+
+
+def read_kv(path):
+    out = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if "=" in line:
+                    k, v = line.rstrip("\n").split("=", 1)
+                    out[k] = v
+    return out
+
+
+def read_raw(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < len(RAW_COLS) - 1 or parts[0] == "round":
+                continue
+            parts += [""] * (len(RAW_COLS) - len(parts))
+            rows.append(dict(zip(RAW_COLS, parts)))
+    return rows
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}" if a >= 1 else f"{v:.3g}"
+
+
+class Report:
+    def __init__(self, run):
+        self.run = run
+        self.meta = read_kv(os.path.join(run, "meta.env"))
+        self.guest = read_kv(os.path.join(run, "guest.txt"))
+        self.calib = read_kv(os.path.join(run, "calib.txt"))
+        self.raw = read_raw(os.path.join(run, "raw.tsv"))
+        with open(os.path.join(run, "scheds.tsv")) as f:
+            self.scheds = [l.split("\t")[0] for l in f if l.strip()]
+        self.rounds = int(self.meta.get("rounds", "0") or 0)
+        self.date = (self.meta.get("date") or "unknown")[:10]
+        self._collect()
+
+    def _collect(self):
+        # rows: (workload, metric) -> {unit, hib, vals{sched:[..]}, fails{sched:[notes]}}
+        self.rows = OrderedDict()
+        self.missing = OrderedDict()  # stressor -> note
+        self.failures = []
+        self.bpf = defaultdict(lambda: defaultdict(lambda: defaultdict(lambda: [0, 0])))
+        stress_workloads = []
+        for r in self.raw:
+            wl, metric, status = r["workload"], r["metric"], r["status"]
+            if status == "missing":
+                self.missing[metric] = r["note"]
+                continue
+            if wl.startswith("bpf "):
+                # sched -> prog -> round -> [run_time_ns, run_cnt]
+                name, _, kind = metric.rpartition(" ")
+                cell = self.bpf[r["sched"]][name][r["round"]]
+                cell[0 if kind == "run_time_ns" else 1] += float(r["value"])
+                continue
+            if metric == "(all metrics)":
+                # The scheduler did not load for a whole group: its cells in
+                # that group's rows stay empty and show as FAILED.
+                self.failures.append(r)
+                continue
+            if wl.startswith("stress-ng x") and wl not in stress_workloads:
+                stress_workloads.append(wl)
+            row = self.rows.setdefault((wl, metric), {
+                "unit": r["unit"], "hib": r["hib"] == "1",
+                "vals": defaultdict(list), "fails": defaultdict(list)})
+            if status == "ok":
+                try:
+                    row["vals"][r["sched"]].append(float(r["value"]))
+                except ValueError:
+                    status = "FAILED"
+            if status != "ok":
+                row["fails"][r["sched"]].append(r["note"])
+                self.failures.append(r)
+        # A stressor this stress-ng lacks is a row of "missing" cells in
+        # every stress-ng table it would have been part of.
+        for wl in stress_workloads:
+            for s in self.missing:
+                self.rows[(wl, s)] = {"unit": "bogo-ops/s", "hib": True, "missing": True,
+                                      "vals": {}, "fails": {}}
+        # Keep each workload's rows together (missing stressors were added last).
+        order = []
+        for wl, _ in self.rows:
+            if wl not in order:
+                order.append(wl)
+        self.rows = OrderedDict(sorted(self.rows.items(), key=lambda kv: order.index(kv[0][0])))
+        self.stress_workloads = stress_workloads
+        self._cells()
+
+    def _cells(self):
+        self.cells = {}
+        for key, row in self.rows.items():
+            if row.get("missing"):
+                continue
+            base = row["vals"].get(BASE)
+            bmed = statistics.median(base) if base else None
+            for s in self.scheds:
+                v = row["vals"].get(s, [])
+                c = {"n": len(v), "failed": len(row["fails"].get(s, [])),
+                     "notes": sorted(set(row["fails"].get(s, [])))}
+                if v:
+                    c.update(median=statistics.median(v), min=min(v), max=max(v))
+                    if bmed:
+                        ratio = c["median"] / bmed
+                        c["ratio"] = ratio
+                        c["better"] = ratio if row["hib"] else (1 / ratio if ratio else None)
+                self.cells[(key, s)] = c
+            # Noise of this row: how far default-b is from default, and the
+            # relative half-spread of the default's own rounds.
+            noise = 0.0
+            tw = self.cells.get((key, TWIN), {})
+            if tw.get("ratio"):
+                noise = abs(tw["ratio"] - 1)
+            if base and bmed:
+                noise = max(noise, (max(base) - min(base)) / 2 / bmed)
+            row["noise"] = noise
+        # Derived rows: geometric mean of the stressors per stress workload,
+        # over the stressors measured for both the scheduler and default.
+        self.derived = OrderedDict()
+        for wl in self.stress_workloads:
+            keys = [k for k, r in self.rows.items() if k[0] == wl and not r.get("missing")]
+            d = {}
+            for s in self.scheds:
+                common = [k for k in keys if "median" in self.cells.get((k, s), {})
+                          and "median" in self.cells.get((k, BASE), {})]
+                if not common:
+                    d[s] = None
+                    continue
+                g = geomean([self.cells[(k, s)]["median"] for k in common])
+                gb = geomean([self.cells[(k, BASE)]["median"] for k in common])
+                d[s] = {"geomean": g, "better": g / gb if gb else None, "stressors": len(common)}
+            self.derived[wl] = d
+
+    # ---- summaries ---------------------------------------------------------
+    def noise_floor(self):
+        devs = [abs(self.cells[(k, TWIN)]["ratio"] - 1) for k in self.rows
+                if "ratio" in self.cells.get((k, TWIN), {})]
+        if not devs:
+            return None
+        return {"median": statistics.median(devs), "max": max(devs), "metrics": len(devs)}
+
+    def summary(self):
+        out = {}
+        for s in self.scheds:
+            if s == BASE:
+                continue
+            b = [self.cells[(k, s)]["better"] for k in self.rows
+                 if self.cells.get((k, s), {}).get("better")]
+            failed = [k for k, r in self.rows.items()
+                      if not r.get("missing") and not self.cells.get((k, s), {}).get("n")]
+            out[s] = {"geomean_better": geomean(b), "metrics": len(b), "failed": len(failed),
+                      "wins": sum(1 for x in b if x > 1), "losses": sum(1 for x in b if x < 1)}
+        return out
+
+    def bpf_table(self):
+        out = OrderedDict()
+        for s in self.scheds:
+            if s not in self.bpf:
+                continue
+            progs = OrderedDict()
+            for prog, per_round in sorted(self.bpf[s].items()):
+                nsop = [t / c for t, c in per_round.values() if c > 0]
+                calls = [c for _, c in per_round.values()]
+                if nsop:
+                    progs[prog] = {"ns_per_op": statistics.median(nsop), "min": min(nsop),
+                                   "max": max(nsop), "calls_per_round": statistics.median(calls)}
+            out[s] = progs
+        return out
+
+    # ---- markdown ------------------------------------------------------------
+    def cell_md(self, key, s):
+        row = self.rows[key]
+        if row.get("missing"):
+            return "missing"
+        c = self.cells.get((key, s), {})
+        if not c.get("n"):
+            return "**FAILED**"
+        txt = f"{fmt(c['median'])} ({fmt(c['min'])}–{fmt(c['max'])})"
+        if s != BASE and c.get("better"):
+            mark = "≈" if abs(c["better"] - 1) <= row["noise"] else ""
+            txt += f" {mark}**{c['better']:.2f}×**" if not mark else f" {mark}{c['better']:.2f}×"
+        if c["failed"]:
+            txt += f" ({c['failed']}/{c['failed'] + c['n']} FAILED)"
+        return txt
+
+    def markdown(self, svg_name):
+        m, g = self.meta, self.guest
+        mem = g.get("memory_kib")
+        mem_s = f"{int(mem) / 1048576:.1f} GiB" if mem else m.get("guest_memory", "?")
+        nf = self.noise_floor()
+        L = []
+        quick = m.get("quick") == "1"
+        L.append(f"# scx_fastpath benchmark results, {self.date}")
+        L.append("")
+        if quick:
+            L.append("> **Development run (`--quick`): short durations; the numbers are noise.**")
+            L.append("")
+        L.append(f"- Command: `{m.get('command', '?')}` (git `{m.get('git', '?')}`)")
+        L.append(f"- Date: {m.get('date', '?')}; wall time {int(m.get('wall_s', 0) or 0) // 60} min")
+        L.append(f"- Guest: kernel {g.get('kernel', '?')}, {g.get('vcpus', m.get('guest_cpus', '?'))} vCPUs, "
+                 f"{mem_s} memory, QEMU {m.get('qemu', '?')} ({m.get('accel', 'tcg')}, emulated)")
+        L.append(f"- Host: {m.get('host_cpu', '?')}, {m.get('host_cores', '?')} cores")
+        L.append(f"- Rounds: {m.get('rounds')}; {m.get('duration')} s per workload run, "
+                 f"{m.get('stress_duration')} s per stress-ng stressor"
+                 + (f" ({m['scaled']})" if m.get("scaled") else ""))
+        L.append(f"- Loop counts (calibrated in the guest to the duration): "
+                 + (", ".join(f"{k}={v}" for k, v in self.calib.items()) or "none"))
+        L.append(f"- Schedulers: " + ", ".join(f"`{s}`" for s in self.scheds)
+                 + ". `default` is the kernel's own scheduler (EEVDF, no sched_ext scheduler loaded); "
+                 "`default-b` is the same, measured a second time each round to show the noise.")
+        if m.get("skipped_peers"):
+            L.append(f"- Peers not installed, skipped: {m['skipped_peers']}")
+        if m.get("guest_exit", "0") != "0":
+            L.append(f"- **The guest run exited {m['guest_exit']}: runs after that point are missing "
+                     "and show as FAILED.**")
+        if self.missing:
+            L.append(f"- stress-ng stressors missing from this stress-ng ({g.get('stress_ng', '?')}): "
+                     + ", ".join(self.missing) + " (shown as `missing`)")
+        L.append("")
+        L.append("Method: one guest; every scheduler is loaded (sched_ext state `enabled` checked), runs one "
+                 f"block of workload groups ({m.get('blocks', '?').replace(' ', '; ')}) and is stopped with "
+                 "SIGINT (state `disabled` checked); all schedulers run a block back to back before the next "
+                 "block, and their order rotates every round. Cells: median over rounds "
+                 "(min–max), then the ratio to `default`, **normalised so that > 1 is better than default** "
+                 "(value/default for higher-is-better metrics, default/value for lower-is-better). "
+                 "`≈` marks a ratio within that row's noise (the larger of |default-b/default − 1| and "
+                 "half the default's own min–max spread); bold ratios are outside it.")
+        L.append("")
+        if nf:
+            L.append(f"**Noise floor:** default-b vs default differs by a median {nf['median'] * 100:.1f}% "
+                     f"(max {nf['max'] * 100:.1f}%) over {nf['metrics']} metrics. Differences smaller than "
+                     f"about {nf['median'] * 100:.0f}% cannot be told apart from noise by this run; per row, "
+                     "see the `≈` marks.")
+        else:
+            L.append("**Noise floor:** not available (default-b was not measured).")
+        L.append("")
+        L.append("## Summary")
+        L.append("")
+        L.append("Geometric mean of the normalised ratios over every metric measured for both (> 1 = better "
+                 "than default; stress-ng stressors count individually):")
+        L.append("")
+        L.append("| scheduler | geomean vs default | better / worse metrics | FAILED metrics |")
+        L.append("|---|---|---|---|")
+        for s, v in self.summary().items():
+            gm = f"{v['geomean_better']:.3f}×" if v["geomean_better"] else "-"
+            L.append(f"| {s} | {gm} | {v['wins']} / {v['losses']} of {v['metrics']} | {v['failed']} |")
+        L.append("")
+        L.append(f"![ratios to default]({svg_name})")
+        L.append("")
+        L.append("## Results")
+        L.append("")
+        L.append("| workload | metric | " + " | ".join(self.scheds) + " |")
+        L.append("|---|---|" + "---|" * len(self.scheds))
+        last_wl = None
+        for key, row in self.rows.items():
+            wl, metric = key
+            if last_wl is not None and last_wl in self.derived and wl != last_wl:
+                L.append(self.derived_md(last_wl))
+            last_wl = wl
+            unit = "" if row.get("missing") else f" ({row['unit']}, {'higher' if row['hib'] else 'lower'} is better)"
+            L.append(f"| {wl} | {metric}{unit} | " + " | ".join(self.cell_md(key, s) for s in self.scheds) + " |")
+        if last_wl in self.derived:
+            L.append(self.derived_md(last_wl))
+        L.append("")
+        bt = self.bpf_table()
+        if bt:
+            L.append("## BPF cost per call")
+            L.append("")
+            L.append("With `kernel.bpf_stats_enabled=1` (on for every BPF scheduler's runs alike; it adds two "
+                     "clock reads per call): run_time_ns / run_cnt of each struct_ops program of the scheduler, "
+                     "summed over all workload groups of a round; median (min–max) over rounds. Emulated "
+                     "guest: absolute ns are inflated, compare between schedulers.")
+            L.append("")
+            L.append("| scheduler | program | ns per call | calls per round |")
+            L.append("|---|---|---|---|")
+            for s, progs in bt.items():
+                for p, v in progs.items():
+                    L.append(f"| {s} | `{p}` | {fmt(v['ns_per_op'])} ({fmt(v['min'])}–{fmt(v['max'])}) "
+                             f"| {v['calls_per_round']:,.0f} |")
+            L.append("")
+        L.append("## Failures")
+        L.append("")
+        # Cells without any value and without a recorded failure: the run
+        # never happened (the guest stopped early).
+        no_load = {r["sched"] for r in self.failures if r["metric"] == "(all metrics)"}
+        silent = [(k, s) for k, r in self.rows.items() if not r.get("missing") for s in self.scheds
+                  if s not in no_load and not self.cells.get((k, s), {}).get("n") and not r["fails"].get(s)]
+        if self.failures or silent:
+            L.append("| round | scheduler | workload | metric | why |")
+            L.append("|---|---|---|---|---|")
+            for r in self.failures:
+                L.append(f"| {r['round']} | {r['sched']} | {r['workload']} | {r['metric']} | {r['note']} |")
+            for (wl, metric), s in silent:
+                L.append(f"| - | {s} | {wl} | {metric} | no measurement recorded "
+                         "(scheduler did not load, or the guest stopped first) |")
+        else:
+            L.append("None: every workload run produced a value.")
+        L.append("")
+        L.append(f"Raw data: [raw-{self.date}.tsv](raw-{self.date}.tsv) (one line per measurement). "
+                 "Regenerate this page with `scripts/bench --report target/bench/<run>`.")
+        L.append("")
+        return "\n".join(L)
+
+    def derived_md(self, wl):
+        d = self.derived[wl]
+        cells = []
+        for s in self.scheds:
+            v = d.get(s)
+            if not v:
+                cells.append("**FAILED**")
+                continue
+            t = f"{fmt(v['geomean'])} ({v['stressors']} stressors)"
+            if s != BASE and v.get("better"):
+                t += f" **{v['better']:.2f}×**"
+            cells.append(t)
+        return f"| {wl} | *geomean of stressors* (bogo-ops/s) | " + " | ".join(cells) + " |"
+
+    # ---- svg -----------------------------------------------------------------
+    def svg(self):
+        """Grouped horizontal bars of the normalised ratio per metric, log2
+        scale clipped to [1/4, 4], one colour per scheduler, line at 1.0."""
+        others = [s for s in self.scheds if s != BASE]
+        keys = [k for k, r in self.rows.items() if not r.get("missing")]
+        bar, gap, label_w, plot_w, top = 9, 10, 300, 520, 60
+        lo, hi = math.log2(0.25), math.log2(4)
+        x_of = lambda r: label_w + (min(max(math.log2(r), lo), hi) - lo) / (hi - lo) * plot_w
+        group_h = bar * len(others) + gap
+        height = top + group_h * len(keys) + 30 + 18 * len(others)
+        width = label_w + plot_w + 40
+        esc = lambda s: s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="11">',
+             f'<rect width="{width}" height="{height}" fill="white"/>',
+             f'<text x="10" y="18" font-size="14" font-weight="bold">scx_fastpath benchmark {esc(self.date)}: '
+             'ratio to default (EEVDF), &gt; 1 = better</text>',
+             f'<text x="10" y="34" fill="#555">median of {self.rounds} rounds, log scale clipped to 0.25–4; '
+             'default-b = default measured again (noise)</text>']
+        for t in (0.25, 0.5, 1, 2, 4):
+            x = x_of(t)
+            o.append(f'<line x1="{x:.1f}" y1="{top - 8}" x2="{x:.1f}" y2="{top + group_h * len(keys)}" '
+                     f'stroke="{"#000" if t == 1 else "#ddd"}" stroke-width="{1.5 if t == 1 else 1}"/>')
+            o.append(f'<text x="{x:.1f}" y="{top - 12}" text-anchor="middle">{t:g}</text>')
+        for i, key in enumerate(keys):
+            y0 = top + i * group_h
+            o.append(f'<text x="{label_w - 6}" y="{y0 + group_h / 2}" text-anchor="end">'
+                     f'{esc(key[0] + ": " + key[1])[:48]}</text>')
+            for j, s in enumerate(others):
+                c = self.cells.get((key, s), {})
+                y = y0 + j * bar
+                color = COLORS[(self.scheds.index(s)) % len(COLORS)]
+                if not c.get("n") or not c.get("better"):
+                    o.append(f'<text x="{x_of(1) + 3:.1f}" y="{y + bar - 1}" fill="{color}" font-size="9">'
+                             f'{"FAILED" if not c.get("n") else "n/a"} ({esc(s)})</text>')
+                    continue
+                x1, x2 = sorted((x_of(1), x_of(c["better"])))
+                o.append(f'<rect x="{x1:.1f}" y="{y}" width="{max(x2 - x1, 1):.1f}" height="{bar - 1}" '
+                         f'fill="{color}"><title>{esc(s)}: {c["better"]:.3f}</title></rect>')
+        ly = top + group_h * len(keys) + 20
+        for j, s in enumerate(others):
+            color = COLORS[(self.scheds.index(s)) % len(COLORS)]
+            o.append(f'<rect x="{label_w}" y="{ly + j * 18 - 9}" width="12" height="10" fill="{color}"/>')
+            o.append(f'<text x="{label_w + 18}" y="{ly + j * 18}">{esc(s)}</text>')
+        o.append("</svg>")
+        return "\n".join(o) + "\n"
+
+    # ---- json ----------------------------------------------------------------
+    def json(self):
+        rows = []
+        for key, row in self.rows.items():
+            ent = {"workload": key[0], "metric": key[1], "unit": row["unit"],
+                   "higher_is_better": row["hib"], "missing": bool(row.get("missing")),
+                   "noise": row.get("noise"), "cells": {}}
+            for s in self.scheds:
+                c = self.cells.get((key, s))
+                if c is not None:
+                    ent["cells"][s] = {k: c.get(k) for k in
+                                       ("median", "min", "max", "n", "failed", "ratio", "better")}
+                    ent["cells"][s]["status"] = "ok" if c.get("n") else "FAILED"
+            rows.append(ent)
+        return {"date": self.date, "meta": self.meta, "guest": self.guest, "calibration": self.calib,
+                "schedulers": self.scheds, "baseline": BASE,
+                "ratio_note": "better = normalised ratio to default, > 1 is better than default",
+                "noise_floor": self.noise_floor(), "summary": self.summary(),
+                "stress_geomean": self.derived, "missing_stressors": list(self.missing),
+                "bpf_ns_per_call": self.bpf_table(), "rows": rows,
+                "failures": self.failures}
+
+    def write(self, out):
+        os.makedirs(out, exist_ok=True)
+        base = f"results-{self.date}"
+        md = self.markdown(base + ".svg")
+        with open(os.path.join(out, base + ".md"), "w") as f:
+            f.write(md)
+        with open(os.path.join(out, base + ".svg"), "w") as f:
+            f.write(self.svg())
+        with open(os.path.join(out, f"raw-{self.date}.tsv"), "w") as f:
+            f.write("\t".join(RAW_COLS) + "\n")
+            with open(os.path.join(self.run, "raw.tsv")) as r:
+                f.write(r.read())
+        # latest.md sits beside results-<date>.svg, so the image link holds.
+        shutil.copyfile(os.path.join(out, base + ".md"), os.path.join(out, "latest.md"))
+        with open(os.path.join(out, "latest.json"), "w") as f:
+            json.dump(self.json(), f, indent=1, sort_keys=False)
+            f.write("\n")
+        return [os.path.join(out, n) for n in
+                (base + ".md", base + ".svg", f"raw-{self.date}.tsv", "latest.md", "latest.json")]
+
+
+def snippet(path):
+    """Headline numbers for the README, straight from latest.json."""
+    with open(path) as f:
+        j = json.load(f)
+    g, m, nf = j["guest"], j["meta"], j.get("noise_floor")
+    print(f"Benchmarks ({j['date']}, {g.get('vcpus')}-vCPU QEMU TCG guest, kernel {g.get('kernel')}, "
+          f"{m.get('rounds')} rounds; full tables: docs/bench/latest.md). "
+          "Ratios are to the default scheduler (EEVDF); > 1 is better.")
+    print()
+    if nf:
+        print(f"- Noise floor (default vs itself): median {nf['median'] * 100:.1f}%, "
+              f"max {nf['max'] * 100:.1f}%")
+    for s, v in j["summary"].items():
+        if s == "default-b":
+            continue
+        gm = f"{v['geomean_better']:.3f}×" if v["geomean_better"] else "n/a"
+        print(f"- {s}: geomean {gm} over {v['metrics']} metrics "
+              f"({v['wins']} better, {v['losses']} worse, {v['failed']} failed)")
+    fp = "fastpath"
+    print()
+    print(f"| workload | metric | {fp} vs default |")
+    print("|---|---|---|")
+    for r in j["rows"]:
+        if r["missing"]:
+            continue
+        c = r["cells"].get(fp, {})
+        val = f"{c['better']:.2f}×" if c.get("better") else c.get("status", "n/a")
+        print(f"| {r['workload']} | {r['metric']} | {val} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run", help="run directory (target/bench/<stamp>)")
+    ap.add_argument("--out", default="docs/bench")
+    ap.add_argument("--snippet", metavar="LATEST_JSON")
+    a = ap.parse_args()
+    if a.snippet:
+        snippet(a.snippet)
+        return 0
+    if not a.run:
+        ap.error("--run or --snippet is required")
+    rep = Report(a.run)
+    for p in rep.write(a.out):
+        print(f"report: wrote {p}")
+    nf = rep.noise_floor()
+    if nf:
+        print(f"report: noise floor (default-b vs default): median {nf['median'] * 100:.1f}%, "
+              f"max {nf['max'] * 100:.1f}%")
+    for s, v in rep.summary().items():
+        gm = f"{v['geomean_better']:.3f}x" if v["geomean_better"] else "n/a"
+        print(f"report: {s}: geomean vs default {gm} over {v['metrics']} metrics, {v['failed']} FAILED")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

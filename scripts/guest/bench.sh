@@ -1,0 +1,472 @@
+#!/usr/bin/env bash
+# Benchmark runner. Runs INSIDE the sched_ext guest, as root, from the repo
+# root; scripts/bench boots the guest and passes BENCH_RUN, a host directory
+# shared read-write, holding:
+#   config.sh   settings written by scripts/bench (sourced here)
+#   scheds.tsv  one scheduler per line: NAME<TAB>COMMAND ("-" = no sched_ext
+#               scheduler, i.e. the kernel's default, EEVDF)
+#   bin/        the C workloads (compiled on the host), scheduler binaries
+# and receiving:
+#   raw.tsv     one line per measurement (columns: see rec below)
+#   calib.txt   the loop counts picked for this guest
+#   guest.txt   guest facts for the report header
+#
+# Why interleaved: the emulated guest drifts (host load, TCG code cache), so
+# every scheduler runs each block of workload groups back to back, and the
+# order of schedulers rotates every round. A scheduler is loaded before and
+# unloaded after every block (loading costs ~6 s of BPF verification in this
+# emulated guest, so a block holds a few related groups).
+set -euo pipefail
+
+: "${BENCH_RUN:?BENCH_RUN not set (run this through scripts/bench)}"
+# shellcheck source=/dev/null
+source "$BENCH_RUN/config.sh"
+# Defaults, overridden by config.sh: rounds, seconds per workload, seconds
+# per stress-ng stressor, workload groups, stressors.
+: "${ROUNDS:=3}" "${DUR:=5}" "${STRESS_DUR:=2}" "${BLOCKS:=pipe}" "${STRESSORS:=}" "${BPF_STATS:=1}"
+
+SCX=/sys/kernel/sched_ext
+NCPU=$(nproc)
+RAW=$BENCH_RUN/raw.tsv
+WORK=/tmp/bench
+BIN=$WORK/bin
+mkdir -p "$WORK" "$BIN"
+
+say() { printf '[bench %s] %s\n' "$(date +%T)" "$*"; }
+# Builtins only (read, not cat): every fork+exec is slow in this guest.
+state() { local s=missing; read -r s <"$SCX/state" 2>/dev/null || true; echo "$s"; }
+ops() { local s=""; read -r s <"$SCX/root/ops" 2>/dev/null || true; echo "$s"; }
+
+# Wait up to $2 seconds (wall clock) for the sched_ext state to read $1;
+# give up at once if process $3 (the loader) has exited.
+wait_state() {
+	local want=$1 deadline=$((SECONDS + $2)) pid=${3:-} s
+	while :; do
+		s=missing
+		read -r s <"$SCX/state" 2>/dev/null || true
+		[ "$s" = "$want" ] && return 0
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# Current round and scheduler, set by the main loop, used by rec.
+ROUND=0
+SNAME=-
+
+# One measurement line: round sched workload metric value unit hib status note.
+# hib: 1 = higher is better, 0 = lower is better. status: ok|FAILED|missing.
+rec() {
+	local workload=$1 metric=$2 value=$3 unit=$4 hib=$5 status=${6:-ok} note=${7:-}
+	note=${note//$'\t'/ }
+	note=${note//$'\n'/ }
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+		"$ROUND" "$SNAME" "$workload" "$metric" "$value" "$unit" "$hib" "$status" "${note:0:200}" >>"$RAW"
+}
+
+# Run a workload command with a hard limit so that one hung workload cannot
+# eat the whole run. Output goes to $OUTF; returns the command's status.
+OUTF=$WORK/out.txt
+run_limited() {
+	local limit=$1
+	shift
+	timeout --kill-after=5 "$limit" "$@" >"$OUTF" 2>&1
+}
+
+# Last non-empty output line, for FAILED notes.
+why() { grep -v '^[[:space:]]*$' "$OUTF" | tail -n 1 | cut -c1-160; }
+
+# Copy the binaries the workloads exec into tmpfs: exec over 9p costs ~8x and
+# would be measured as scheduler time otherwise.
+stage_binaries() {
+	local b p
+	cp "$BENCH_RUN"/bin/* "$BIN/"
+	for b in stress-ng hackbench cyclictest tbench tbench_srv bpftool awk; do
+		p=$(command -v "$b" 2>/dev/null) || continue
+		cp "$p" "$BIN/$b"
+	done
+	# Debian's /usr/bin/perf may be a wrapper that execs perf_<version>.
+	for p in /usr/bin/perf_[0-9]* /usr/bin/perf; do
+		[ -x "$p" ] || continue
+		cp "$p" "$BIN/perf"
+		break
+	done
+	export PATH=$BIN:$PATH
+}
+
+# --- BPF cost per op ----------------------------------------------------------
+# With kernel.bpf_stats_enabled=1 the kernel counts run_time_ns and run_cnt
+# per BPF program. A snapshot reads them from the fdinfo of the prog fds the
+# loader holds (so nobody else's program is counted), struct_ops programs
+# only (prog_type 27): prints "tag run_time_ns run_cnt" lines. One awk over
+# all fdinfo files: every exec is expensive in this guest.
+bpf_snapshot() {
+	awk 'function out() { if (tag != "" && type == 27) print tag, t + 0, c + 0 }
+	     FNR == 1 { out(); tag = ""; type = ""; t = 0; c = 0 }
+	     $1 == "prog_type:" { type = $2 } $1 == "prog_tag:" { tag = $2 }
+	     $1 == "run_time_ns:" { t = $2 } $1 == "run_cnt:" { c = $2 }
+	     END { out() }' /proc/"$1"/fdinfo/* 2>/dev/null
+}
+
+# Program names by tag. The tag hashes a program's instructions (map
+# references masked), so it is the same on every load of the same program;
+# bpftool (slow here: it loads a BPF iterator to find pids) runs only when a
+# tag is new. Without bpftool a program is named by its tag.
+BPF_NAMES=$WORK/bpf-names
+: >"$BPF_NAMES"
+bpf_name_tags() {
+	local snap=$1 tag
+	while read -r tag _; do
+		grep -q "^$tag " "$BPF_NAMES" && continue
+		if command -v bpftool >/dev/null && bpftool prog show >"$WORK/bpftool.txt" 2>/dev/null; then
+			# "ID: struct_ops  name NAME  tag TAG  gpl ..."
+			awk '/^[0-9]+: / { n = ""; g = ""
+				for (i = 2; i < NF; i++) { if ($i == "name") n = $(i + 1); if ($i == "tag") g = $(i + 1) }
+				if (n != "" && g != "") print g, n }' "$WORK/bpftool.txt" >>"$BPF_NAMES"
+		fi
+		grep -q "^$tag " "$BPF_NAMES" || echo "$tag prog-$tag" >>"$BPF_NAMES"
+	done <"$snap"
+}
+
+# Record the per-program difference between two snapshots for a block.
+bpf_record() {
+	local block=$1 before=$2 after=$3
+	bpf_name_tags "$after"
+	awk 'FILENAME == ARGV[1] { name[$1] = $2; next }
+	     FILENAME == ARGV[2] { t[$1] = $2; c[$1] = $3; next }
+	     { dt = $2 - t[$1]; dc = $3 - c[$1]; if (dc > 0) print name[$1], dt, dc }' \
+		"$BPF_NAMES" "$before" "$after" | while read -r name dt dc; do
+		rec "bpf $block" "$name run_time_ns" "$dt" ns - ok
+		rec "bpf $block" "$name run_cnt" "$dc" calls - ok
+	done
+}
+
+# --- schedulers ---------------------------------------------------------------
+SCHED_PID=
+SCHED_LOG=
+
+# Load scheduler $1 (command $2, "-" = default) and wait until the kernel
+# says it is enabled. Logs what it saw so a reader can check every switch.
+sched_start() {
+	local name=$1 cmd=$2
+	SCHED_PID=
+	if [ "$(state)" != disabled ]; then
+		say "state is '$(state)' before loading $name; waiting for disabled"
+		wait_state disabled 15 || { say "state stuck at $(state)"; return 1; }
+	fi
+	if [ "$cmd" = - ]; then
+		say "round $ROUND: $name: default scheduler (state $(state))"
+		return 0
+	fi
+	SCHED_LOG=$WORK/sched-$name.log
+	# shellcheck disable=SC2086 # cmd is a word list from scheds.tsv
+	$cmd >"$SCHED_LOG" 2>&1 &
+	SCHED_PID=$!
+	if ! wait_state enabled 30 "$SCHED_PID"; then
+		say "round $ROUND: $name did not attach (loader exited, or 30 s passed; state $(state)); log:"
+		sed 's/^/    | /' "$SCHED_LOG" | tail -n 20
+		sched_stop "$name" || true
+		return 1
+	fi
+	say "round $ROUND: $name loaded: pid $SCHED_PID, state $(state), ops '$(ops)'"
+}
+
+# Is the scheduler we loaded still the one running? (A BPF scheduler the
+# kernel ejected mid-run leaves the measurement meaningless.)
+sched_alive() {
+	[ -z "$SCHED_PID" ] && return 0
+	kill -0 "$SCHED_PID" 2>/dev/null && [ "$(state)" = enabled ]
+}
+
+sched_stop() {
+	local name=$1 rc=0
+	[ -n "$SCHED_PID" ] || return 0
+	kill -INT "$SCHED_PID" 2>/dev/null || true
+	wait "$SCHED_PID" 2>/dev/null || rc=$?
+	SCHED_PID=
+	if wait_state disabled 15; then
+		say "round $ROUND: $name unloaded (exit $rc, state $(state))"
+	else
+		say "round $ROUND: $name: state still $(state) 15 s after SIGINT"
+		return 1
+	fi
+}
+
+# --- workloads ----------------------------------------------------------------
+# Each item records one or more metrics, or FAILED with the reason. If the
+# scheduler died during the item, the item is FAILED (that is the result).
+check_alive() {
+	local workload=$1 metric=$2 unit=$3 hib=$4
+	sched_alive && return 0
+	rec "$workload" "$metric" NA "$unit" "$hib" FAILED "scheduler $SNAME exited or was ejected during the run"
+	return 1
+}
+
+stress_item() {
+	local s=$1 n=$2 wl="stress-ng x$3" v
+	if ! run_limited $((STRESS_DUR * 4 + 30)) stress-ng "--$s" "$n" -t "${STRESS_DUR}s" \
+		--metrics --temp-path "$WORK"; then
+		rec "$wl" "$s" NA bogo-ops/s 1 FAILED "stress-ng exit: $(why)"
+		return
+	fi
+	check_alive "$wl" "$s" bogo-ops/s 1 || return 0
+	# "stress-ng: metrc: [pid] NAME ops real usr sys ops/s(real) ..."
+	v=$(awk -v s="$s" '$2 == "metrc:" && $4 == s && $5 ~ /^[0-9]+$/ { print $9; exit }' "$OUTF")
+	if [ -n "$v" ]; then
+		rec "$wl" "$s" "$v" bogo-ops/s 1
+	else
+		rec "$wl" "$s" NA bogo-ops/s 1 FAILED "no metrics line: $(why)"
+	fi
+}
+
+group_stress() {
+	local n=$1 label=$2 s
+	for s in $STRESSORS; do
+		stress_item "$s" "$n" "$label"
+	done
+}
+
+item_pipe() {
+	local v
+	if run_limited $((DUR * 6 + 30)) perf bench sched pipe -l "$PIPE_LOOPS" &&
+		v=$(awk '$2 == "usecs/op" { print $1 }' "$OUTF") && [ -n "$v" ]; then
+		check_alive pipe usec/op us 0 && rec pipe usec/op "$v" us 0
+	else
+		rec pipe usec/op NA us 0 FAILED "perf bench sched pipe: $(why)"
+	fi
+}
+
+item_execl() {
+	local v
+	if run_limited $((DUR * 6 + 30)) taskset -c 0 "$BIN/execl" "$EXECL_N" &&
+		v=$(awk '$1 == "execs_per_sec" { print $2 }' "$OUTF") && [ -n "$v" ]; then
+		check_alive "execl (cpu 0)" execs/s execs/s 1 && rec "execl (cpu 0)" execs/s "$v" execs/s 1
+	else
+		rec "execl (cpu 0)" execs/s NA execs/s 1 FAILED "execl: $(why)"
+	fi
+}
+
+item_forksleep() {
+	local v wl="forksleep ${FORK_CHILDREN}x1ms"
+	if run_limited $((DUR * 6 + 30)) "$BIN/forksleep" "$FORK_CHILDREN" "$FORK_LOOPS" &&
+		v=$(awk '$1 == "seconds" { print $2 }' "$OUTF") && [ -n "$v" ]; then
+		check_alive "$wl" completion s 0 && rec "$wl" completion "$v" s 0
+	else
+		rec "$wl" completion NA s 0 FAILED "forksleep: $(why)"
+	fi
+}
+
+item_hackbench() {
+	local mode=$1 v args=()
+	[ "$mode" = pipe ] && args=(-p)
+	if run_limited $((DUR * 6 + 30)) hackbench "${args[@]}" -g "$HB_GROUPS" -l "$HB_LOOPS" &&
+		v=$(awk '$1 == "Time:" { print $2 }' "$OUTF") && [ -n "$v" ]; then
+		check_alive "hackbench $mode" time s 0 && rec "hackbench $mode" time "$v" s 0
+	else
+		rec "hackbench $mode" time NA s 0 FAILED "hackbench: $(why)"
+	fi
+}
+
+# tbench over loopback: one server for the group, then 1, 2, nproc clients.
+group_tbench() {
+	local c v srv clients
+	clients=$(printf '%s\n' 1 2 "$NCPU" | sort -nu | tr '\n' ' ')
+	tbench_srv >"$WORK/tbench_srv.log" 2>&1 &
+	srv=$!
+	sleep 1
+	for c in $clients; do
+		if ! kill -0 "$srv" 2>/dev/null; then
+			rec tbench "MB/s $c clients" NA MB/s 1 FAILED "tbench_srv died: $(tail -n 1 "$WORK/tbench_srv.log")"
+			continue
+		fi
+		# tbench reads its load file relative to the cwd only when told to.
+		if run_limited $((DUR * 6 + 60)) tbench -t "$DUR" -c /usr/share/dbench/client.txt "$c" 127.0.0.1 &&
+			v=$(awk '$1 == "Throughput" { print $2 }' "$OUTF") && [ -n "$v" ]; then
+			check_alive tbench "MB/s $c clients" MB/s 1 && rec tbench "MB/s $c clients" "$v" MB/s 1
+		else
+			rec tbench "MB/s $c clients" NA MB/s 1 FAILED "tbench: $(why)"
+		fi
+	done
+	kill "$srv" 2>/dev/null || true
+	wait "$srv" 2>/dev/null || true
+}
+
+# Wakeup latency of a periodic SCHED_OTHER sleeper against nproc CPU hogs.
+item_cyclictest() {
+	local hog avg max wl="cyclictest vs ${NCPU} hogs"
+	stress-ng --cpu "$NCPU" -t $((DUR + 10))s --temp-path "$WORK" --quiet &
+	hog=$!
+	sleep 0.5
+	if run_limited $((DUR * 4 + 30)) cyclictest --policy=other -i 1000 -t 1 -q -D "$DUR"; then
+		# "T: 0 (pid) P: 0 I:1000 C: 1000 Min: 4 Act: 6 Avg: 64 Max: 87"
+		avg=$(sed -n 's/.*Avg: *\([0-9]*\).*/\1/p' "$OUTF" | tail -n 1)
+		max=$(sed -n 's/.*Max: *\([0-9]*\).*/\1/p' "$OUTF" | tail -n 1)
+	fi
+	kill "$hog" 2>/dev/null || true
+	wait "$hog" 2>/dev/null || true
+	if [ -n "${avg:-}" ] && [ -n "${max:-}" ]; then
+		check_alive "$wl" "avg latency" us 0 || return 0
+		rec "$wl" "avg latency" "$avg" us 0
+		rec "$wl" "max latency" "$max" us 0
+	else
+		rec "$wl" "avg latency" NA us 0 FAILED "cyclictest: $(why)"
+		rec "$wl" "max latency" NA us 0 FAILED "cyclictest: $(why)"
+	fi
+}
+
+# A group's items, all under one load of the scheduler.
+run_group() {
+	case $1 in
+	stress-nproc) group_stress "$NCPU" "$NCPU" ;;
+	stress-1) group_stress 1 1 ;;
+	pipe) item_pipe ;;
+	execl) item_execl ;;
+	tbench) group_tbench ;;
+	forksleep) item_forksleep ;;
+	hackbench)
+		item_hackbench pipe
+		item_hackbench socket
+		;;
+	cyclictest) item_cyclictest ;;
+	*) say "unknown workload group $1" ;;
+	esac
+}
+
+# --- loop-count calibration ---------------------------------------------------
+# Loop-count workloads (pipe, execl, forksleep, hackbench) have no time mode:
+# time a short run under the default scheduler, then scale its count so one
+# run takes about DUR seconds in this guest. Doubles as a warm-up.
+calibrate() {
+	local name=$1 var=$2 n=$3 t0 t1 secs
+	shift 3
+	while :; do
+		t0=$EPOCHREALTIME
+		"$@" "$n" >/dev/null 2>&1 || { say "calibration of $name failed; keeping $n"; break; }
+		t1=$EPOCHREALTIME
+		secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+		if awk -v s="$secs" 'BEGIN { exit !(s < 0.5) }' && [ "$n" -lt 100000000 ]; then
+			n=$((n * 4))
+			continue
+		fi
+		n=$(awk -v n="$n" -v s="$secs" -v d="$DUR" 'BEGIN { v = int(n * d / s); print (v < 1 ? 1 : v) }')
+		break
+	done
+	printf -v "$var" '%s' "$n"
+	say "calibrated $name: $var=$n (~${DUR} s per run)"
+	echo "$var=$n" >>"$BENCH_RUN/calib.txt"
+}
+
+hb_run() { hackbench -p -g "$HB_GROUPS" -l "$1"; }
+fs_run() { "$BIN/forksleep" "$FORK_CHILDREN" "$1"; }
+ex_run() { taskset -c 0 "$BIN/execl" "$1"; }
+pp_run() { perf bench sched pipe -l "$1"; }
+
+# --- main -----------------------------------------------------------------------
+# Load scheduler $1 ($2), run the workload groups of block $3 (comma list)
+# under it, take the BPF cost, unload it.
+run_block() {
+	local name=$1 cmd=$2 block=$3 g
+	SNAME=$name
+	if ! sched_start "$name" "$cmd"; then
+		for g in ${block//,/ }; do
+			rec "$g" "(all metrics)" NA - - FAILED "scheduler $name did not load"
+		done
+		return 0
+	fi
+	if [ -n "$SCHED_PID" ] && [ "$BPF_STATS" = 1 ]; then
+		bpf_snapshot "$SCHED_PID" >"$WORK/bpf.before" || true
+	fi
+	for g in ${block//,/ }; do
+		say "round $ROUND/$ROUNDS: $g under $name"
+		run_group "$g"
+	done
+	if [ -n "$SCHED_PID" ] && ! sched_alive; then
+		say "round $ROUND: $name exited or was ejected during $block; its log:"
+		sed 's/^/    | /' "$SCHED_LOG" | tail -n 10
+		dmesg | grep -i sched_ext | tail -n 5 | sed 's/^/    dmesg| /'
+	elif [ -n "$SCHED_PID" ] && [ "$BPF_STATS" = 1 ]; then
+		bpf_snapshot "$SCHED_PID" >"$WORK/bpf.after" || true
+		bpf_record "$block" "$WORK/bpf.before" "$WORK/bpf.after"
+	fi
+	sched_stop "$name" || true
+}
+
+main() {
+	local name cmd bin i n r b k g have kept="" ver
+	local -a names=() cmds=()
+	: >"$BENCH_RUN/calib.txt"
+	stage_binaries
+	# Scheduler binaries go to tmpfs too (loaded once per block).
+	mkdir -p "$WORK/sched"
+	while IFS=$'\t' read -r name cmd; do
+		[ -n "$name" ] || continue
+		bin=${cmd%% *}
+		if [ "$cmd" != - ] && [ -f "$bin" ]; then
+			cp -n "$bin" "$WORK/sched/" 2>/dev/null || true
+			cmd="$WORK/sched/${bin##*/}${cmd#"$bin"}"
+		fi
+		names+=("$name")
+		cmds+=("$cmd")
+	done <"$BENCH_RUN/scheds.tsv"
+	n=${#names[@]}
+
+	{
+		echo "kernel=$(uname -r)"
+		echo "vcpus=$NCPU"
+		echo "memory_kib=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
+		echo "stress_ng=$(stress-ng --version 2>/dev/null | awk '{ print $3 }')"
+		echo "perf=$(perf version 2>/dev/null || echo none)"
+		echo "bpftool=$(command -v bpftool >/dev/null && echo yes || echo none)"
+	} >"$BENCH_RUN/guest.txt"
+	say "guest: kernel $(uname -r), $NCPU vCPUs, schedulers: ${names[*]}; blocks: $BLOCKS; rounds $ROUNDS"
+
+	# Per-op BPF cost needs the kernel's BPF run-time accounting. It costs
+	# every BPF program two clock reads per call; it is on for every run of
+	# every BPF scheduler alike.
+	if [ "$BPF_STATS" = 1 ]; then
+		sysctl -q kernel.bpf_stats_enabled=1 || say "could not enable kernel.bpf_stats_enabled"
+	fi
+
+	# Stressors this stress-ng lacks are reported as missing, not dropped.
+	have=" $(stress-ng --stressors 2>/dev/null | tr '\n' ' ') "
+	ver=$(sed -n 's/^stress_ng=//p' "$BENCH_RUN/guest.txt")
+	for g in $STRESSORS; do
+		if [[ "$have" == *" $g "* ]]; then
+			kept+="$g "
+		else
+			ROUND=0 SNAME=all rec "stress-ng" "$g" NA bogo-ops/s 1 missing "not in stress-ng $ver"
+			say "stress-ng $ver lacks stressor $g: reported as missing"
+		fi
+	done
+	STRESSORS=$kept
+
+	FORK_CHILDREN=$((NCPU * 32))
+	HB_GROUPS=$NCPU
+	for g in ${BLOCKS//,/ }; do
+		case $g in
+		pipe) calibrate pipe PIPE_LOOPS 2000 pp_run ;;
+		execl) calibrate execl EXECL_N 200 ex_run ;;
+		forksleep) calibrate forksleep FORK_LOOPS 50 fs_run ;;
+		hackbench) calibrate hackbench HB_LOOPS 20 hb_run ;;
+		esac
+	done
+
+	for ((r = 1; r <= ROUNDS; r++)); do
+		ROUND=$r
+		for b in $BLOCKS; do
+			# Every scheduler runs this block back to back; the order's start
+			# rotates every round so no scheduler always runs first (right
+			# after a block switch) or last.
+			for ((k = 0; k < n; k++)); do
+				i=$(((k + r - 1) % n))
+				run_block "${names[$i]}" "${cmds[$i]}" "$b"
+			done
+		done
+	done
+	say "done: $(grep -c . "$RAW") raw lines in $RAW"
+}
+
+main "$@"
