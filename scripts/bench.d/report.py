@@ -5,9 +5,11 @@ Input, a run directory written by scripts/bench and scripts/guest/bench.sh:
   meta.env    host facts and settings (key=value)
   guest.txt   guest facts (key=value)
   calib.txt   loop counts the guest picked
-  scheds.tsv  schedulers compared, in order (NAME<TAB>COMMAND)
+  scheds.tsv  schedulers compared, in order (NAME<TAB>COMMAND<TAB>GROUPS;
+              GROUPS: the workload groups it ran, absent = all)
+  ablations.tsv  ablation variants: NAME<TAB>SWITCH<TAB>GROUPS<TAB>WHY
   raw.tsv     one measurement per line:
-              round sched workload metric value unit hib status note
+              round sched workload metric value unit hib status note group
 Output, in --out (default docs/bench):
   results-<date>.md, results-<date>.svg, raw-<date>.tsv, latest.md,
   latest.json
@@ -28,7 +30,7 @@ import statistics
 import sys
 from collections import OrderedDict, defaultdict
 
-RAW_COLS = ["round", "sched", "workload", "metric", "value", "unit", "hib", "status", "note"]
+RAW_COLS = ["round", "sched", "workload", "metric", "value", "unit", "hib", "status", "note", "group"]
 BASE = "default"
 TWIN = "default-b"
 COLORS = ["#8c8c8c", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
@@ -51,7 +53,7 @@ def read_raw(path):
     with open(path) as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
-            if len(parts) < len(RAW_COLS) - 1 or parts[0] == "round":
+            if len(parts) < len(RAW_COLS) - 2 or parts[0] == "round":
                 continue
             parts += [""] * (len(RAW_COLS) - len(parts))
             rows.append(dict(zip(RAW_COLS, parts)))
@@ -83,8 +85,23 @@ class Report:
         self.guest = read_kv(os.path.join(run, "guest.txt"))
         self.calib = read_kv(os.path.join(run, "calib.txt"))
         self.raw = read_raw(os.path.join(run, "raw.tsv"))
+        self.scheds, self.sched_groups = [], {}
         with open(os.path.join(run, "scheds.tsv")) as f:
-            self.scheds = [l.split("\t")[0] for l in f if l.strip()]
+            for l in f:
+                if not l.strip():
+                    continue
+                parts = l.rstrip("\n").split("\t")
+                self.scheds.append(parts[0])
+                # None: every group (older runs have no GROUPS column).
+                self.sched_groups[parts[0]] = set(parts[2].split(",")) if len(parts) > 2 and parts[2] else None
+        self.ablations = []  # [{name, switch, groups, why}]
+        ab = os.path.join(run, "ablations.tsv")
+        if os.path.exists(ab):
+            with open(ab) as f:
+                for l in f:
+                    parts = l.rstrip("\n").split("\t")
+                    if len(parts) >= 4 and parts[0] in self.scheds:
+                        self.ablations.append(dict(zip(["name", "switch", "groups", "why"], parts[:4])))
         self.rounds = int(self.meta.get("rounds", "0") or 0)
         self.date = (self.meta.get("date") or "unknown")[:10]
         self._collect()
@@ -115,8 +132,9 @@ class Report:
             if wl.startswith("stress-ng x") and wl not in stress_workloads:
                 stress_workloads.append(wl)
             row = self.rows.setdefault((wl, metric), {
-                "unit": r["unit"], "hib": r["hib"] == "1",
+                "unit": r["unit"], "hib": r["hib"] == "1", "group": "",
                 "vals": defaultdict(list), "fails": defaultdict(list)})
+            row["group"] = row["group"] or r.get("group", "")
             if status == "ok":
                 try:
                     row["vals"][r["sched"]].append(float(r["value"]))
@@ -130,7 +148,7 @@ class Report:
         for wl in stress_workloads:
             for s in self.missing:
                 self.rows[(wl, s)] = {"unit": "bogo-ops/s", "hib": True, "missing": True,
-                                      "vals": {}, "fails": {}}
+                                      "group": "", "vals": {}, "fails": {}}
         # Keep each workload's rows together (missing stressors were added last).
         order = []
         for wl, _ in self.rows:
@@ -139,6 +157,14 @@ class Report:
         self.rows = OrderedDict(sorted(self.rows.items(), key=lambda kv: order.index(kv[0][0])))
         self.stress_workloads = stress_workloads
         self._cells()
+
+    def ran(self, key, s):
+        """Did scheduler s run the group of row key? (Ablation variants run
+        a subset of the groups; a cell they did not run is "not run", not
+        FAILED.)"""
+        groups = self.sched_groups.get(s)
+        g = self.rows[key].get("group") if key in self.rows else ""
+        return groups is None or not g or g in groups
 
     def _cells(self):
         self.cells = {}
@@ -150,7 +176,7 @@ class Report:
             for s in self.scheds:
                 v = row["vals"].get(s, [])
                 c = {"n": len(v), "failed": len(row["fails"].get(s, [])),
-                     "notes": sorted(set(row["fails"].get(s, [])))}
+                     "notes": sorted(set(row["fails"].get(s, []))), "ran": self.ran(key, s)}
                 if v:
                     c.update(median=statistics.median(v), min=min(v), max=max(v))
                     if bmed:
@@ -177,7 +203,7 @@ class Report:
                 common = [k for k in keys if "median" in self.cells.get((k, s), {})
                           and "median" in self.cells.get((k, BASE), {})]
                 if not common:
-                    d[s] = None
+                    d[s] = None if any(self.ran(k, s) for k in keys) else {"not_run": True}
                     continue
                 g = geomean([self.cells[(k, s)]["median"] for k in common])
                 gb = geomean([self.cells[(k, BASE)]["median"] for k in common])
@@ -200,9 +226,45 @@ class Report:
             b = [self.cells[(k, s)]["better"] for k in self.rows
                  if self.cells.get((k, s), {}).get("better")]
             failed = [k for k, r in self.rows.items()
-                      if not r.get("missing") and not self.cells.get((k, s), {}).get("n")]
+                      if not r.get("missing") and self.ran(k, s) and not self.cells.get((k, s), {}).get("n")]
             out[s] = {"geomean_better": geomean(b), "metrics": len(b), "failed": len(failed),
                       "wins": sum(1 for x in b if x > 1), "losses": sum(1 for x in b if x < 1)}
+        return out
+
+    def contributions(self):
+        """What each ablated fast path contributes: fastpath against the
+        variant with that path switched the other way, on the metrics the
+        variant ran. contribution > 1: the path makes things better (ratio
+        of the normalised "better" values, path on / path off)."""
+        out = OrderedDict()
+        abl = self.ablations or [{"name": s, "switch": "?", "groups": "", "why": ""}
+                                 for s in self.scheds if s.startswith("fastpath-")]
+        for a in abl:
+            v = a["name"]
+            # fastpath-no-X has the path off; any other variant (e.g.
+            # fastpath-idle-hold-50, a path that is off by default) has it on.
+            on_is_variant = "-no-" not in v
+            per = OrderedDict()
+            for k, row in self.rows.items():
+                if row.get("missing"):
+                    continue
+                cf, cv = self.cells.get((k, "fastpath"), {}), self.cells.get((k, v), {})
+                if cf.get("better") and cv.get("better"):
+                    c = cv["better"] / cf["better"] if on_is_variant else cf["better"] / cv["better"]
+                    per[k] = {"contribution": c, "beyond_noise": abs(c - 1) > row.get("noise", 0)}
+            stress = OrderedDict()
+            for wl, d in self.derived.items():
+                f, x = d.get("fastpath"), d.get(v)
+                if f and x and f.get("better") and x.get("better"):
+                    stress[wl] = x["better"] / f["better"] if on_is_variant else f["better"] / x["better"]
+            cs = [p["contribution"] for p in per.values()]
+            out[v] = {"switch": a["switch"], "groups": a["groups"], "why": a["why"],
+                      "path_on_in": v if on_is_variant else "fastpath",
+                      "geomean": geomean(cs), "metrics": len(cs),
+                      "helps": sum(1 for p in per.values() if p["contribution"] > 1 and p["beyond_noise"]),
+                      "hurts": sum(1 for p in per.values() if p["contribution"] < 1 and p["beyond_noise"]),
+                      "stress_geomean": stress,
+                      "per_metric": {f"{k[0]}: {k[1]}": p["contribution"] for k, p in per.items()}}
         return out
 
     def bpf_table(self):
@@ -226,6 +288,8 @@ class Report:
         if row.get("missing"):
             return "missing"
         c = self.cells.get((key, s), {})
+        if not c.get("n") and not c.get("ran", True):
+            return "not run"
         if not c.get("n"):
             return "**FAILED**"
         txt = f"{fmt(c['median'])} ({fmt(c['min'])}–{fmt(c['max'])})"
@@ -255,7 +319,8 @@ class Report:
         L.append(f"- Host: {m.get('host_cpu', '?')}, {m.get('host_cores', '?')} cores")
         L.append(f"- Rounds: {m.get('rounds')}; {m.get('duration')} s per workload run, "
                  f"{m.get('stress_duration')} s per stress-ng stressor"
-                 + (f" ({m['scaled']})" if m.get("scaled") else ""))
+                 + (f" ({m['scaled']})" if m.get("scaled") else "")
+                 + (f"; estimate was {int(m['estimate_s']) / 60:.0f} min" if m.get("estimate_s") else ""))
         L.append(f"- Loop counts (calibrated in the guest to the duration): "
                  + (", ".join(f"{k}={v}" for k, v in self.calib.items()) or "none"))
         L.append(f"- Schedulers: " + ", ".join(f"`{s}`" for s in self.scheds)
@@ -271,7 +336,8 @@ class Report:
                      + ", ".join(self.missing) + " (shown as `missing`)")
         L.append("")
         L.append("Method: one guest; every scheduler is loaded (sched_ext state `enabled` checked), runs one "
-                 f"block of workload groups ({m.get('blocks', '?').replace(' ', '; ')}) and is stopped with "
+                 f"block of workload groups ({m.get('blocks', '?').replace(' ', '; ')}; an ablation variant only "
+                 "the groups it runs) and is stopped with "
                  "SIGINT (state `disabled` checked); all schedulers run a block back to back before the next "
                  "block, and their order rotates every round. Cells: median over rounds "
                  "(min–max), then the ratio to `default`, **normalised so that > 1 is better than default** "
@@ -279,6 +345,31 @@ class Report:
                  "`≈` marks a ratio within that row's noise (the larger of |default-b/default − 1| and "
                  "half the default's own min–max spread); bold ratios are outside it.")
         L.append("")
+        if m.get("stress_mode") == "sequential":
+            L.append("stress-ng: for each instance count, one stress-ng process runs the stressors **one after "
+                     "another** (`--sequential N`, every other stressor excluded), each for the stressor duration "
+                     "above; they never run at the same time, so each bogo-ops/s is that stressor alone. The "
+                     "*geomean of stressors* row is the geometric mean of the per-stressor medians.")
+        else:
+            L.append("stress-ng: one stress-ng process per stressor and instance count, each for the stressor "
+                     "duration above. The *geomean of stressors* row is the geometric mean of the per-stressor "
+                     "medians.")
+        L.append("")
+        if self.ablations:
+            full = self.meta.get("full_ablations") == "1"
+            L.append("Ablations: `default`, `default-b` and `fastpath` run every workload. "
+                     + ("Each ablation variant ran every workload too (`--full-ablations`)."
+                        if full else
+                        "Each ablation variant (one fast path switched the other way) runs only both stress-ng "
+                        "groups and the workloads that exercise its path; its other cells read `not run`, and "
+                        "its summary geomean is over those metrics only, so compare it with `fastpath` in "
+                        "*Fast path contributions*, not with the other rows of the summary:"))
+            L.append("")
+            L.append("| variant | switch | workload groups run | why these |")
+            L.append("|---|---|---|---|")
+            for a in self.ablations:
+                L.append(f"| `{a['name']}` | `{a['switch']}` | {a['groups'].replace(',', ', ')} | {a['why']} |")
+            L.append("")
         if nf:
             L.append(f"**Noise floor:** default-b vs default differs by a median {nf['median'] * 100:.1f}% "
                      f"(max {nf['max'] * 100:.1f}%) over {nf['metrics']} metrics. Differences smaller than "
@@ -300,6 +391,29 @@ class Report:
         L.append("")
         L.append(f"![ratios to default]({svg_name})")
         L.append("")
+        contrib = self.contributions()
+        if contrib:
+            L.append("## Fast path contributions")
+            L.append("")
+            L.append("Each fast path, switched the other way: `fastpath` against the variant, on the metrics the "
+                     "variant ran; per metric the ratio of the two normalised ratios (path on / path off), so "
+                     "**> 1 means the fast path makes that metric better**. Geomean over those metrics; "
+                     "helps / hurts count metrics whose ratio is outside the row's noise (the `≈` rule "
+                     "of the results table). The variant and `fastpath` run in the same blocks, "
+                     "interleaved, like every other comparison here.")
+            L.append("")
+            L.append("| fast path (variant) | switch | metrics | geomean contribution | helps / hurts | "
+                     "stress-ng geomeans | other metrics |")
+            L.append("|---|---|---|---|---|---|---|")
+            for v, c in contrib.items():
+                gm = f"**{c['geomean']:.3f}×**" if c["geomean"] else "-"
+                sg = ", ".join(f"{wl} {x:.2f}×" for wl, x in c["stress_geomean"].items()) or "-"
+                other = ", ".join(f"{k} {x:.2f}×" for k, x in c["per_metric"].items()
+                                  if not k.startswith("stress-ng")) or "-"
+                on = "" if c["path_on_in"] == "fastpath" else " (path on in the variant)"
+                L.append(f"| `{v}`{on} | `{c['switch']}` | {c['metrics']} | {gm} | {c['helps']} / {c['hurts']} "
+                         f"| {sg} | {other} |")
+            L.append("")
         L.append("## Results")
         L.append("")
         L.append("| workload | metric | " + " | ".join(self.scheds) + " |")
@@ -322,7 +436,9 @@ class Report:
             L.append("With `kernel.bpf_stats_enabled=1` (on for every BPF scheduler's runs alike; it adds two "
                      "clock reads per call): run_time_ns / run_cnt of each struct_ops program of the scheduler, "
                      "summed over all workload groups of a round; median (min–max) over rounds. Emulated "
-                     "guest: absolute ns are inflated, compare between schedulers.")
+                     "guest: absolute ns are inflated, compare between schedulers. Ablation variants run "
+                     "fewer workload groups, so their calls per round are not comparable, and their ns per "
+                     "call come from a different mix of workloads.")
             L.append("")
             L.append("| scheduler | program | ns per call | calls per round |")
             L.append("|---|---|---|---|")
@@ -337,7 +453,8 @@ class Report:
         # never happened (the guest stopped early).
         no_load = {r["sched"] for r in self.failures if r["metric"] == "(all metrics)"}
         silent = [(k, s) for k, r in self.rows.items() if not r.get("missing") for s in self.scheds
-                  if s not in no_load and not self.cells.get((k, s), {}).get("n") and not r["fails"].get(s)]
+                  if s not in no_load and self.ran(k, s) and not self.cells.get((k, s), {}).get("n")
+                  and not r["fails"].get(s)]
         if self.failures or silent:
             L.append("| round | scheduler | workload | metric | why |")
             L.append("|---|---|---|---|---|")
@@ -359,6 +476,9 @@ class Report:
         cells = []
         for s in self.scheds:
             v = d.get(s)
+            if v and v.get("not_run"):
+                cells.append("not run")
+                continue
             if not v:
                 cells.append("**FAILED**")
                 continue
@@ -401,6 +521,8 @@ class Report:
                 c = self.cells.get((key, s), {})
                 y = y0 + j * bar
                 color = COLORS[(self.scheds.index(s)) % len(COLORS)]
+                if not c.get("n") and not c.get("ran", True):
+                    continue
                 if not c.get("n") or not c.get("better"):
                     o.append(f'<text x="{x_of(1) + 3:.1f}" y="{y + bar - 1}" fill="{color}" font-size="9">'
                              f'{"FAILED" if not c.get("n") else "n/a"} ({esc(s)})</text>')
@@ -428,13 +550,15 @@ class Report:
                 if c is not None:
                     ent["cells"][s] = {k: c.get(k) for k in
                                        ("median", "min", "max", "n", "failed", "ratio", "better")}
-                    ent["cells"][s]["status"] = "ok" if c.get("n") else "FAILED"
+                    ent["cells"][s]["status"] = ("ok" if c.get("n") else
+                                                 "FAILED" if c.get("ran", True) else "not run")
             rows.append(ent)
         return {"date": self.date, "meta": self.meta, "guest": self.guest, "calibration": self.calib,
                 "schedulers": self.scheds, "baseline": BASE,
                 "ratio_note": "better = normalised ratio to default, > 1 is better than default",
                 "noise_floor": self.noise_floor(), "summary": self.summary(),
                 "stress_geomean": self.derived, "missing_stressors": list(self.missing),
+                "ablations": self.ablations, "contributions": self.contributions(),
                 "bpf_ns_per_call": self.bpf_table(), "rows": rows,
                 "failures": self.failures}
 
@@ -477,6 +601,10 @@ def snippet(path):
         gm = f"{v['geomean_better']:.3f}×" if v["geomean_better"] else "n/a"
         print(f"- {s}: geomean {gm} over {v['metrics']} metrics "
               f"({v['wins']} better, {v['losses']} worse, {v['failed']} failed)")
+    for v, c in (j.get("contributions") or {}).items():
+        gm = f"{c['geomean']:.3f}×" if c.get("geomean") else "n/a"
+        print(f"- fast path `{c.get('switch')}` ({v}): contribution {gm} over {c.get('metrics')} metrics "
+              f"({c.get('helps')} helped, {c.get('hurts')} hurt beyond noise; > 1 = the path helps)")
     fp = "fastpath"
     print()
     print(f"| workload | metric | {fp} vs default |")

@@ -3,8 +3,9 @@
 # root; scripts/bench boots the guest and passes BENCH_RUN, a host directory
 # shared read-write, holding:
 #   config.sh   settings written by scripts/bench (sourced here)
-#   scheds.tsv  one scheduler per line: NAME<TAB>COMMAND ("-" = no sched_ext
-#               scheduler, i.e. the kernel's default, EEVDF)
+#   scheds.tsv  one scheduler per line: NAME<TAB>COMMAND<TAB>GROUPS ("-" = no
+#               sched_ext scheduler, i.e. the kernel's default, EEVDF; GROUPS:
+#               the workload groups it runs, comma-separated; absent = all)
 #   bin/        the C workloads (compiled on the host), scheduler binaries
 # and receiving:
 #   raw.tsv     one line per measurement (columns: see rec below)
@@ -53,18 +54,21 @@ wait_state() {
 	done
 }
 
-# Current round and scheduler, set by the main loop, used by rec.
+# Current round, scheduler and workload group, set by the main loop, used by rec.
 ROUND=0
 SNAME=-
+GROUP=
 
-# One measurement line: round sched workload metric value unit hib status note.
-# hib: 1 = higher is better, 0 = lower is better. status: ok|FAILED|missing.
+# One measurement line: round sched workload metric value unit hib status note
+# group. hib: 1 = higher is better, 0 = lower is better. status:
+# ok|FAILED|missing. group: the workload group (what --only and the ablation
+# table name), so the report can tell "not run" from "failed".
 rec() {
 	local workload=$1 metric=$2 value=$3 unit=$4 hib=$5 status=${6:-ok} note=${7:-}
 	note=${note//$'\t'/ }
 	note=${note//$'\n'/ }
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-		"$ROUND" "$SNAME" "$workload" "$metric" "$value" "$unit" "$hib" "$status" "${note:0:200}" >>"$RAW"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+		"$ROUND" "$SNAME" "$workload" "$metric" "$value" "$unit" "$hib" "$status" "${note:0:200}" "$GROUP" >>"$RAW"
 }
 
 # Run a workload command with a hard limit so that one hung workload cannot
@@ -205,27 +209,35 @@ check_alive() {
 	return 1
 }
 
-stress_item() {
-	local s=$1 n=$2 wl="stress-ng x$3" v
-	if ! run_limited $((STRESS_DUR * 4 + 30)) stress-ng "--$s" "$n" -t "${STRESS_DUR}s" \
-		--metrics --temp-path "$WORK"; then
-		rec "$wl" "$s" NA bogo-ops/s 1 FAILED "stress-ng exit: $(why)"
-		return
-	fi
-	check_alive "$wl" "$s" bogo-ops/s 1 || return 0
-	# "stress-ng: metrc: [pid] NAME ops real usr sys ops/s(real) ..."
-	v=$(awk -v s="$s" '$2 == "metrc:" && $4 == s && $5 ~ /^[0-9]+$/ { print $9; exit }' "$OUTF")
-	if [ -n "$v" ]; then
-		rec "$wl" "$s" "$v" bogo-ops/s 1
-	else
-		rec "$wl" "$s" NA bogo-ops/s 1 FAILED "no metrics line: $(why)"
-	fi
-}
-
+# stress-ng with $1 instances: ONE process runs every stressor of STRESSORS
+# one after another (--sequential, all other stressors excluded), each for
+# STRESS_DUR seconds, then prints one metrics line per stressor. They never
+# run at the same time, so each number is that stressor alone, as with one
+# process per stressor; but stress-ng's start-up (~2 s in this guest: it
+# probes every stressor it knows) is paid once, not once per stressor.
 group_stress() {
-	local n=$1 label=$2 s
+	local n=$1 wl="stress-ng x$2" s v rc=0 nst
+	nst=$(wc -w <<<"$STRESSORS")
+	[ "$nst" -gt 0 ] || return 0
+	run_limited $((nst * (STRESS_DUR * 3 + 10) + 30)) stress-ng --sequential "$n" \
+		--exclude "$STRESS_EXCLUDE" -t "${STRESS_DUR}s" --metrics --temp-path "$WORK" || rc=$?
+	if ! sched_alive; then
+		for s in $STRESSORS; do
+			rec "$wl" "$s" NA bogo-ops/s 1 FAILED "scheduler $SNAME exited or was ejected during the run"
+		done
+		return 0
+	fi
+	# "stress-ng: metrc: [pid] NAME ops real usr sys ops/s(real) ..."
+	awk '$2 == "metrc:" && $5 ~ /^[0-9]+$/ && !seen[$4]++ { print $4, $9 }' "$OUTF" >"$WORK/stress.txt"
 	for s in $STRESSORS; do
-		stress_item "$s" "$n" "$label"
+		v=$(awk -v s="$s" '$1 == s { print $2; exit }' "$WORK/stress.txt")
+		if [ -n "$v" ]; then
+			rec "$wl" "$s" "$v" bogo-ops/s 1
+		elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+			rec "$wl" "$s" NA bogo-ops/s 1 FAILED "stress-ng --sequential timed out before this stressor's metrics"
+		else
+			rec "$wl" "$s" NA bogo-ops/s 1 FAILED "no metrics line (stress-ng exit $rc): $(grep -i "$s" "$OUTF" | grep -iv 'metrc' | tail -n 1 | cut -c1-120)"
+		fi
 	done
 }
 
@@ -368,11 +380,18 @@ pp_run() { perf bench sched pipe -l "$1"; }
 # Load scheduler $1 ($2), run the workload groups of block $3 (comma list)
 # under it, take the BPF cost, unload it.
 run_block() {
-	local name=$1 cmd=$2 block=$3 g
+	local name=$1 cmd=$2 all=$3 g block=""
+	# Only the groups this scheduler runs (ablation variants run a subset);
+	# no load at all when it runs none of this block.
+	for g in ${all//,/ }; do
+		[[ ",$4," == *",$g,"* ]] && block+="$g,"
+	done
+	block=${block%,}
+	[ -n "$block" ] || return 0
 	SNAME=$name
 	if ! sched_start "$name" "$cmd"; then
 		for g in ${block//,/ }; do
-			rec "$g" "(all metrics)" NA - - FAILED "scheduler $name did not load"
+			GROUP=$g rec "$g" "(all metrics)" NA - - FAILED "scheduler $name did not load"
 		done
 		return 0
 	fi
@@ -381,8 +400,10 @@ run_block() {
 	fi
 	for g in ${block//,/ }; do
 		say "round $ROUND/$ROUNDS: $g under $name"
+		GROUP=$g
 		run_group "$g"
 	done
+	GROUP=
 	if [ -n "$SCHED_PID" ] && ! sched_alive; then
 		say "round $ROUND: $name exited or was ejected during $block; its log:"
 		sed 's/^/    | /' "$SCHED_LOG" | tail -n 10
@@ -395,13 +416,13 @@ run_block() {
 }
 
 main() {
-	local name cmd bin i n r b k g have kept="" ver
-	local -a names=() cmds=()
+	local name cmd sg bin i n r b k g have kept="" ver
+	local -a names=() cmds=() sgroups=()
 	: >"$BENCH_RUN/calib.txt"
 	stage_binaries
 	# Scheduler binaries go to tmpfs too (loaded once per block).
 	mkdir -p "$WORK/sched"
-	while IFS=$'\t' read -r name cmd; do
+	while IFS=$'\t' read -r name cmd sg; do
 		[ -n "$name" ] || continue
 		bin=${cmd%% *}
 		if [ "$cmd" != - ] && [ -f "$bin" ]; then
@@ -410,6 +431,7 @@ main() {
 		fi
 		names+=("$name")
 		cmds+=("$cmd")
+		sgroups+=("${sg:-${BLOCKS// /,}}")
 	done <"$BENCH_RUN/scheds.tsv"
 	n=${#names[@]}
 
@@ -442,6 +464,8 @@ main() {
 		fi
 	done
 	STRESSORS=$kept
+	# Every other stressor is excluded from the --sequential runs.
+	STRESS_EXCLUDE=$(for g in $have; do [[ " $kept " == *" $g "* ]] || echo "$g"; done | paste -sd, -)
 
 	FORK_CHILDREN=$((NCPU * 32))
 	HB_GROUPS=$NCPU
@@ -462,7 +486,7 @@ main() {
 			# after a block switch) or last.
 			for ((k = 0; k < n; k++)); do
 				i=$(((k + r - 1) % n))
-				run_block "${names[$i]}" "${cmds[$i]}" "$b"
+				run_block "${names[$i]}" "${cmds[$i]}" "$b" "${sgroups[$i]}"
 			done
 		done
 	done
