@@ -333,10 +333,8 @@ test_compact_layout() {
 printf 'guest: kernel %s, %d CPUs, sched_ext state %s\n' "$(uname -r)" "$NCPU" "$(state)"
 boot_mark=0
 
-# TESTS="name ..." runs a subset. hold_races is left out of the default set
-# because it FAILS today: it exposes a starvation bug (README, Known issues);
-# run it with TESTS=hold_races.
-for t in ${TESTS:-attach mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout}; do
+# TESTS="name ..." runs a subset.
+for t in ${TESTS:-attach mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold hold_races compact_layout}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
 	run_test "$t" "test_$t"
 done

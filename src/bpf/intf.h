@@ -42,6 +42,9 @@ enum fp_consts {
 	 */
 	FP_IDLE_HOLD_US_MAX	= 1000,
 	FP_HOLD_MIN_NS		= 2000,
+	/* How far ahead of vtime_now a task's DSQ key can be, in slices. */
+	FP_AHEAD_SLICES		= 8,
+
 	/* CPUs a wakeup looks at for a holder when none is idle. */
 	FP_HOLD_SCAN		= 8,
 };

@@ -4,10 +4,11 @@
  *
  * Policy
  * ------
- * Every task carries a virtual time (p->scx.dsq_vtime) that advances by the
+ * Every task carries a virtual time (task_ctx->vtime) that advances by the
  * CPU time it consumed, scaled by 100 / weight, so nice levels divide the CPU
- * in the kernel's weight ratios. Runnable tasks wait on vtime-ordered DSQs
- * and each CPU runs the waiting task with the smallest vtime:
+ * in the kernel's weight ratios. Runnable tasks wait on DSQs ordered by a
+ * key derived from it (see task_pos()) and each CPU runs the waiting task
+ * with the smallest key:
  *
  *  - a waking task that finds an idle CPU (the kernel's built-in idle
  *    tracking) is inserted straight into that CPU's local DSQ;
@@ -15,7 +16,7 @@
  *  - every other task waits on the shared DSQ.
  *
  * ops.dispatch() takes whichever of its own DSQ and the shared DSQ has the
- * smaller head vtime; if both are empty the previous task keeps the CPU.
+ * smaller head key; if both are empty the previous task keeps the CPU.
  *
  * Responsiveness: a sleeper's vtime is clamped to at most 2 slices behind
  * the system's vtime, so it cannot hoard credit, but it comes back ahead of
@@ -203,28 +204,66 @@ static s32 pinned_cpu(struct task_struct *p, bool *migdis)
 	return -1;
 }
 
-/*
- * Clamp a task's vtime so that a long sleep earns at most two slices of
- * credit, then return it.
- */
-static u64 task_vtime(struct task_struct *p)
-{
-	u64 floor = READ_ONCE(vtime_now) - 2 * slice_ns;
+/* Per-task state: the task's fairness virtual time. */
+struct task_ctx {
+	u64 vtime;
+};
 
-	if (time_before(p->scx.dsq_vtime, floor))
-		p->scx.dsq_vtime = floor;
-	return p->scx.dsq_vtime;
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+/*
+ * Where a task waits. Ordering by fairness vtime alone starves: a task whose
+ * vtime is ahead of vtime_now (a nice-19 kthread that just ran) waits for
+ * every queued task to pass it, while each sleeper that wakes comes back up
+ * to two slices behind vtime_now, and vtime_now only moves when a task ahead
+ * of it runs. With hundreds of sleepers that took seconds (the watchdog
+ * ejected us: khugepaged waited 6.9 s). So the DSQ key is the enqueue time
+ * plus the task's distance from vtime_now, bounded: up to two slices behind
+ * (a sleeper's credit, which keeps wakeups ahead of CPU hogs) and up to
+ * FP_AHEAD_SLICES slices ahead (a heavy user waits longer). Any task enqueued
+ * more than FP_AHEAD_SLICES + 2 slices after another sorts behind it, so
+ * every wait is bounded, whatever vtime_now does.
+ *
+ * Clamps the task's vtime to the sleeper floor on the way. @now is the
+ * caller's one clock read.
+ */
+static __always_inline void task_pos(struct task_struct *p, u64 now,
+				     u64 *vtime, u64 *key)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	u64 vnow = READ_ONCE(vtime_now), floor = vnow - 2 * slice_ns;
+	s64 ahead, cap = FP_AHEAD_SLICES * slice_ns;
+
+	*vtime = vnow;
+	*key = now;
+	if (!tctx)
+		return;
+
+	if (time_before(tctx->vtime, floor))
+		tctx->vtime = floor;
+	ahead = (s64)(tctx->vtime - vnow);
+	*vtime = tctx->vtime;
+	*key = now + (ahead < cap ? ahead : cap);
 }
 
 /*
  * Preempt @cpu for waking task @p if the task running there is behind @p in
- * virtual time, counting its runtime so far. The clock is read only once a
- * kick is possible.
+ * virtual time, counting its runtime so far.
  */
-static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime)
+static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
-	u64 curr_vtime, ran, now;
+	u64 curr_vtime, ran;
 	u32 weight;
 
 	/*
@@ -239,7 +278,6 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime)
 		return;
 	}
 
-	now = scx_bpf_now();
 	weight = READ_ONCE(cctx->curr_weight) ?: 100;
 	ran = now - READ_ONCE(cctx->curr_started);
 	curr_vtime = READ_ONCE(cctx->curr_vtime) + ran * 100 / weight;
@@ -340,11 +378,12 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
  * nor is starved. One lookup, no idle scan, no shared DSQ.
  */
 static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
-			   u64 enq_flags)
+			   u64 enq_flags, u64 now)
 {
-	u64 vtime = task_vtime(p);
+	u64 vtime, key;
 
-	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
+	task_pos(p, now, &vtime, &key);
+	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, key, enq_flags);
 	stat_inc(FP_STAT_PINNED);
 	if (migdis)
 		stat_inc(FP_STAT_PINNED_MIGDIS);
@@ -354,7 +393,7 @@ static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
 		 * An idle target is rescheduled by the core's wakeup path;
 		 * a busy one may need preempting.
 		 */
-		preempt_if_behind(p, cpu, vtime);
+		preempt_if_behind(p, cpu, vtime, now);
 	} else if (cpu != bpf_get_smp_processor_id()) {
 		/* E.g. an affinity change: make sure the CPU looks. */
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -369,19 +408,24 @@ static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
  * looking by then. SCX_KICK_IDLE is delivered from irq_work after the insert
  * has landed and only wakes the holder if it went idle without the task.
  */
-static void enqueue_redirected(struct task_struct *p, s32 cpu, u64 enq_flags)
+static void enqueue_redirected(struct task_struct *p, s32 cpu, u64 enq_flags,
+			       u64 now)
 {
-	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
+	u64 vtime, key;
+
+	task_pos(p, now, &vtime, &key);
+	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, key, enq_flags);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
-static void enqueue_shared(struct task_struct *p, u64 enq_flags)
+static void enqueue_shared(struct task_struct *p, u64 enq_flags, u64 now)
 {
-	u64 vtime = task_vtime(p);
 	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
+	u64 vtime, key;
 	s32 cpu;
 
-	scx_bpf_dsq_insert_vtime(p, FP_SHARED_DSQ, slice_ns, vtime, enq_flags);
+	task_pos(p, now, &vtime, &key);
+	scx_bpf_dsq_insert_vtime(p, FP_SHARED_DSQ, slice_ns, key, enq_flags);
 	stat_inc(FP_STAT_ENQ_SHARED);
 
 	/*
@@ -403,11 +447,12 @@ static void enqueue_shared(struct task_struct *p, u64 enq_flags)
 	}
 
 	if (wakeup)
-		preempt_if_behind(p, scx_bpf_task_cpu(p), vtime);
+		preempt_if_behind(p, scx_bpf_task_cpu(p), vtime, now);
 }
 
 void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
 {
+	u64 now = scx_bpf_now();
 	struct fp_cpu *here;
 	bool migdis;
 	s32 cpu;
@@ -417,7 +462,7 @@ void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
 		if (FP_BRANCH(FP_BR_ENQ_REDIRECTED, here->redirect_pid == p->pid)) {
 			here->redirect_pid = 0;
 			if (enq_flags & SCX_ENQ_WAKEUP) {
-				enqueue_redirected(p, here->redirect_cpu, enq_flags);
+				enqueue_redirected(p, here->redirect_cpu, enq_flags, now);
 				return;
 			}
 		}
@@ -426,20 +471,21 @@ void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
 	if (pinned_fastpath) {
 		cpu = pinned_cpu(p, &migdis);
 		if (FP_BRANCH(FP_BR_ENQ_PINNED, cpu >= 0)) {
-			enqueue_pinned(p, cpu, migdis, enq_flags);
+			enqueue_pinned(p, cpu, migdis, enq_flags, now);
 			return;
 		}
 	}
-	enqueue_shared(p, enq_flags);
+	enqueue_shared(p, enq_flags, now);
 }
 
-static bool vtime_less(struct task_struct *a, struct task_struct *b)
+/* DSQ order: p->scx.dsq_vtime holds the key task_pos() computed. */
+static bool key_less(struct task_struct *a, struct task_struct *b)
 {
 	return time_before(a->scx.dsq_vtime, b->scx.dsq_vtime);
 }
 
 /*
- * Move the waiting task with the smallest vtime from this CPU's DSQ or the
+ * Move the waiting task with the smallest key from this CPU's DSQ or the
  * shared DSQ to the local DSQ.
  */
 static bool consume(s32 cpu)
@@ -449,7 +495,7 @@ static bool consume(s32 cpu)
 
 	mine = __COMPAT_scx_bpf_dsq_peek(cpu);
 	shared = __COMPAT_scx_bpf_dsq_peek(FP_SHARED_DSQ);
-	mine_first = mine && (!shared || vtime_less(mine, shared));
+	mine_first = mine && (!shared || key_less(mine, shared));
 
 	if (mine_first && scx_bpf_dsq_move_to_local(cpu, 0)) {
 		stat_inc(FP_STAT_DISP_CPU_DSQ);
@@ -553,8 +599,9 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 {
 	struct fp_cpu *cctx = cpu_ctx(bpf_get_smp_processor_id());
-	u64 vtime = p->scx.dsq_vtime, now = scx_bpf_now();
-	u64 step = compact_layout ? slice_ns / 16 : 0;
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	u64 vtime = tctx ? tctx->vtime : READ_ONCE(vtime_now);
+	u64 now = scx_bpf_now(), step = compact_layout ? slice_ns / 16 : 0;
 
 	if (time_before(READ_ONCE(vtime_now) + step, vtime))
 		WRITE_ONCE(vtime_now, vtime);
@@ -574,20 +621,35 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 {
 	struct fp_cpu *cctx = cpu_ctx(bpf_get_smp_processor_id());
+	struct task_ctx *tctx = lookup_task_ctx(p);
 	u64 used;
+
+	WRITE_ONCE(cctx->curr_busy, 0);
+	if (!tctx)
+		return;
 
 	/*
 	 * The core updated se.sum_exec_runtime just before calling us, so the
 	 * time used needs no clock read here.
 	 */
 	used = p->se.sum_exec_runtime - cctx->curr_sum_start;
-	p->scx.dsq_vtime += scale_by_task_weight_inverse(p, used);
-	WRITE_ONCE(cctx->curr_busy, 0);
+	tctx->vtime += scale_by_task_weight_inverse(p, used);
+}
+
+s32 BPF_STRUCT_OPS(fastpath_init_task, struct task_struct *p,
+		   struct scx_init_task_args *args)
+{
+	if (!bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+		return -ENOMEM;
+	return 0;
 }
 
 void BPF_STRUCT_OPS(fastpath_enable, struct task_struct *p)
 {
-	p->scx.dsq_vtime = READ_ONCE(vtime_now);
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	if (tctx)
+		tctx->vtime = READ_ONCE(vtime_now);
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(fastpath_init)
@@ -638,6 +700,7 @@ SCX_OPS_DEFINE(fastpath_ops,
 	       .dispatch	= (void *)fastpath_dispatch,
 	       .running		= (void *)fastpath_running,
 	       .stopping	= (void *)fastpath_stopping,
+	       .init_task	= (void *)fastpath_init_task,
 	       .enable		= (void *)fastpath_enable,
 	       .init		= (void *)fastpath_init,
 	       .exit		= (void *)fastpath_exit,
