@@ -32,6 +32,12 @@ pub struct Scheduler<'obj> {
 impl<'obj> Scheduler<'obj> {
     pub fn init(opts: &Opts, open_object: &'obj mut MaybeUninit<OpenObject>) -> Result<Self> {
         let nr_cpus = libbpf_rs::num_possible_cpus().context("failed to count possible CPUs")?;
+        if opts.idle_hold_us > 0 {
+            warn!(
+                "--idle-hold-us is experimental: under heavy sleeper storms it has tripped the \
+                 kernel's watchdog (see README, Known issues)"
+            );
+        }
         if nr_cpus > bpf_intf::fp_consts_FP_MAX_CPUS as usize {
             bail!(
                 "{nr_cpus} possible CPUs, scx_fastpath supports at most {}",
