@@ -247,23 +247,15 @@ test_pinned_path() {
 pipe_workload() { perf bench sched pipe -l "${PIPE_LOOPS:-20000}"; }
 
 test_cheap_wakeup() {
-	local m ok=0 name v sum_on=0 sum_off=0
+	local m ok=0 sum_on sum_off
 	m=$(dmesg_mark)
 	SCHED_ARGS="" run_under_sched pipe_workload || return 1
 	say "on:  perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
-	for name in wake_prev_idle wake_no_scan wake_no_kick; do
-		v=$(counter_total $name)
-		say "     $name=$v"
-		sum_on=$((sum_on + ${v:-0}))
-	done
+	sum_on=$(say_counters wake_prev_idle wake_no_scan wake_no_kick)
 	[ "$(counter_total wake_prev_idle)" -gt 0 ] || { say "idle prev CPU never claimed directly"; ok=1; }
 	SCHED_ARGS="--no-cheap-wakeup" run_under_sched pipe_workload || return 1
 	say "off: perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
-	for name in wake_prev_idle wake_no_scan wake_no_kick; do
-		v=$(counter_total $name)
-		say "     $name=$v"
-		sum_off=$((sum_off + ${v:-0}))
-	done
+	sum_off=$(say_counters wake_prev_idle wake_no_scan wake_no_kick)
 	[ "$sum_on" -gt 0 ] && [ "$sum_off" -eq 0 ] || ok=1
 	check_no_kernel_errors "$m" || ok=1
 	return $ok

@@ -78,6 +78,18 @@ counter_total() {
 	sed -n "s/^\[fastpath\] totals: .*\b$1=\([0-9]*\).*/\1/p" "$SCHED_LOG" | tail -n 1
 }
 
+# Print each named counter's total (to stderr, so it shows in the log) and
+# echo their sum.
+say_counters() {
+	local name v sum=0
+	for name in "$@"; do
+		v=$(counter_total "$name")
+		say "     $name=$v" >&2
+		sum=$((sum + ${v:-0}))
+	done
+	echo "$sum"
+}
+
 # Sum of counter $1's per-second rates over the stats lines printed so far.
 counter_rate_sum() {
 	grep '^\[fastpath\] [a-z]' "$SCHED_LOG" | grep -v totals |
