@@ -123,7 +123,12 @@ mod tests {
             "--no-compact-layout",
         ]);
         let d = o.describe();
-        for off in ["pinned_fastpath=off", "cheap_wakeup=off", "idle_hold_us=200", "compact_layout=off"] {
+        for off in [
+            "pinned_fastpath=off",
+            "cheap_wakeup=off",
+            "idle_hold_us=200",
+            "compact_layout=off",
+        ] {
             assert!(d.contains(off), "{d}");
         }
     }

@@ -38,7 +38,7 @@ fn init_logging(verbose: u8) -> Result<()> {
         simplelog::ColorChoice::Never
     };
     simplelog::TermLogger::init(level, config, simplelog::TerminalMode::Stderr, color)
-    .context("failed to set up logging")?;
+        .context("failed to set up logging")?;
     if verbose > 0 {
         scx_utils::init_libbpf_logging(Some(libbpf_rs::PrintLevel::Debug));
     }

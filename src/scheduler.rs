@@ -63,10 +63,12 @@ impl<'obj> Scheduler<'obj> {
         rodata.idle_hold_ns = opts.idle_hold_us * 1000;
         rodata.compact_layout = !opts.no_compact_layout;
 
-        let mut skel = scx_ops_load!(skel, fastpath_ops, uei).context("failed to load the BPF scheduler")?;
+        let mut skel =
+            scx_ops_load!(skel, fastpath_ops, uei).context("failed to load the BPF scheduler")?;
         // Re-check right before attaching: name a scheduler that won the race.
         preflight::check_no_other_scheduler()?;
-        let struct_ops = scx_ops_attach!(skel, fastpath_ops).context("failed to attach the BPF scheduler")?;
+        let struct_ops =
+            scx_ops_attach!(skel, fastpath_ops).context("failed to attach the BPF scheduler")?;
 
         // Kept open while running: closing it restores the old latency.
         let idle_resume = match opts.idle_resume_us {
@@ -77,12 +79,19 @@ impl<'obj> Scheduler<'obj> {
             None => None,
         };
 
-        info!("scx_fastpath {} attached ({} CPUs)", env!("CARGO_PKG_VERSION"), nr_cpus);
+        info!(
+            "scx_fastpath {} attached ({} CPUs)",
+            env!("CARGO_PKG_VERSION"),
+            nr_cpus
+        );
         if opts.stats > 0 {
             println!("[fastpath] config: {}", opts.describe());
         }
         let ops = preflight::loaded_scheduler()?.unwrap_or_else(|| "none".into());
-        info!("sched_ext state: {}, ops: {ops}", preflight::sched_ext_state()?);
+        info!(
+            "sched_ext state: {}, ops: {ops}",
+            preflight::sched_ext_state()?
+        );
 
         Ok(Self {
             skel,
@@ -101,10 +110,17 @@ impl<'obj> Scheduler<'obj> {
         // mmap()ed memory and BPF programs update them concurrently; a
         // volatile read of an aligned u64 is the sound way to look at them.
         let mut snap = if self.compact_layout {
-            let data = self.skel.maps.data_stats_data.as_ref().context("BPF skeleton has no .data.stats")?;
+            let data = self
+                .skel
+                .maps
+                .data_stats_data
+                .as_ref()
+                .context("BPF skeleton has no .data.stats")?;
             let per_cpu: Vec<[u64; NR_STATS]> = data.fp_stats[..self.nr_cpus]
                 .iter()
-                .map(|line| std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&line.s.cnt[i]) }))
+                .map(|line| {
+                    std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&line.s.cnt[i]) })
+                })
                 .collect();
             Snapshot::from_per_cpu(per_cpu.iter())
         } else {
@@ -114,21 +130,37 @@ impl<'obj> Scheduler<'obj> {
                 .data_stats_shared_data
                 .as_ref()
                 .context("BPF skeleton has no .data.stats_shared")?;
-            let all: [u64; NR_STATS] =
-                std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&data.fp_stats_shared.cnt[i]) });
+            let all: [u64; NR_STATS] = std::array::from_fn(|i| unsafe {
+                std::ptr::read_volatile(&data.fp_stats_shared.cnt[i])
+            });
             Snapshot::from_per_cpu([all].iter())
         };
 
-        let cpus = self.skel.maps.data_cpus_data.as_ref().context("BPF skeleton has no .data.cpus")?;
+        let cpus = self
+            .skel
+            .maps
+            .data_cpus_data
+            .as_ref()
+            .context("BPF skeleton has no .data.cpus")?;
         let windows: Vec<u64> = cpus.fp_cpus[..self.nr_cpus]
             .iter()
             .map(|c| unsafe { std::ptr::read_volatile(&c.hold_window_ns) })
             .collect();
         snap.hold = HoldWindows::from_ns(&windows);
 
-        match self.skel.progs.fp_sample_queued.test_run(ProgramInput::default()) {
+        match self
+            .skel
+            .progs
+            .fp_sample_queued
+            .test_run(ProgramInput::default())
+        {
             Ok(_) => {
-                let bss = self.skel.maps.bss_data.as_ref().context("BPF skeleton has no .bss")?;
+                let bss = self
+                    .skel
+                    .maps
+                    .bss_data
+                    .as_ref()
+                    .context("BPF skeleton has no .bss")?;
                 // SAFETY: as above, written by BPF.
                 snap.queued_shared = unsafe { std::ptr::read_volatile(&bss.nr_queued_shared) };
                 snap.queued_cpu = unsafe { std::ptr::read_volatile(&bss.nr_queued_cpu) };

@@ -57,7 +57,8 @@ pub type BranchCounts = [[u64; 2]; NR_BRANCHES];
 /// A table of branch frequencies, one row per branch, with the hint the
 /// counts justify: a branch that goes one way at least 95% of the time.
 pub fn format_branch_table(counts: &BranchCounts) -> String {
-    let mut out = String::from("| branch | true | false | true % | hint |\n|---|---:|---:|---:|---|\n");
+    let mut out =
+        String::from("| branch | true | false | true % | hint |\n|---|---:|---:|---:|---|\n");
     for (name, c) in BRANCH_NAMES.iter().zip(counts.iter()) {
         let total = c[0] + c[1];
         let (pct, hint) = if total == 0 {
@@ -142,7 +143,11 @@ impl Snapshot {
         let _ = write!(
             line,
             "queued_shared={} queued_cpu={} hold_window_us={:.0}/{:.0}/{:.0}",
-            self.queued_shared, self.queued_cpu, self.hold.min_us, self.hold.avg_us, self.hold.max_us
+            self.queued_shared,
+            self.queued_cpu,
+            self.hold.min_us,
+            self.hold.avg_us,
+            self.hold.max_us
         );
         line
     }
@@ -209,29 +214,36 @@ mod tests {
         c[1] = [50, 50]; // none
         c[2] = [96, 4]; // true 4%: unlikely
         let t = format_branch_table(&c);
-        assert!(t.contains("| select_holder | 99 | 1 | 99.0 | likely |"), "{t}");
-        assert!(t.contains("| select_prev_idle | 50 | 50 | 50.0 | none |"), "{t}");
-        assert!(t.contains("| select_idle_found | 4 | 96 | 4.0 | unlikely |"), "{t}");
-        assert!(t.contains("| enq_redirected | 0 | 0 | - | none (never reached) |"), "{t}");
+        assert!(
+            t.contains("| select_holder | 99 | 1 | 99.0 | likely |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| select_prev_idle | 50 | 50 | 50.0 | none |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| select_idle_found | 4 | 96 | 4.0 | unlikely |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| enq_redirected | 0 | 0 | - | none (never reached) |"),
+            "{t}"
+        );
         assert_eq!(BRANCH_NAMES.len(), NR_BRANCHES);
     }
 
     #[test]
     fn names_match_the_bpf_enum() {
         assert_eq!(STAT_NAMES.len(), NR_STATS);
-        assert_eq!(
-            STAT_NAMES[bpf_intf::fp_stat_idx_FP_STAT_WAKE_PREEMPT as usize],
-            "wake_preempt"
-        );
-        assert_eq!(
-            STAT_NAMES[bpf_intf::fp_stat_idx_FP_STAT_KEEP_PREV as usize],
-            "keep_prev"
-        );
-        assert_eq!(STAT_NAMES[bpf_intf::fp_stat_idx_FP_STAT_PINNED as usize], "pinned");
-        assert_eq!(
-            STAT_NAMES[bpf_intf::fp_stat_idx_FP_STAT_HOLD_REDIRECT as usize],
-            "hold_redirect"
-        );
+        for (idx, name) in [
+            (bpf_intf::fp_stat_idx_FP_STAT_WAKE_PREEMPT, "wake_preempt"),
+            (bpf_intf::fp_stat_idx_FP_STAT_KEEP_PREV, "keep_prev"),
+            (bpf_intf::fp_stat_idx_FP_STAT_PINNED, "pinned"),
+            (bpf_intf::fp_stat_idx_FP_STAT_HOLD_REDIRECT, "hold_redirect"),
+        ] {
+            assert_eq!(STAT_NAMES[idx as usize], name);
+        }
         assert_eq!(
             BRANCH_NAMES[bpf_intf::fp_branch_idx_FP_BR_RUNNING_ADAPT as usize],
             "running_adapt"
