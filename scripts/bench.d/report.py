@@ -589,7 +589,7 @@ def snippet(path):
         j = json.load(f)
     g, m, nf = j["guest"], j["meta"], j.get("noise_floor")
     print(f"Benchmarks ({j['date']}, {g.get('vcpus')}-vCPU QEMU TCG guest, kernel {g.get('kernel')}, "
-          f"{m.get('rounds')} rounds; full tables: docs/bench/latest.md). "
+          f"{m.get('rounds')} rounds; full tables: {os.path.join(os.path.dirname(path), 'latest.md')}). "
           "Ratios are to the default scheduler (EEVDF); > 1 is better.")
     print()
     if nf:
