@@ -26,7 +26,7 @@ pub struct Opts {
     pub slice_us: u64,
 
     /// Fast path 1 off: tasks allowed on one CPU (or migration-disabled) go
-    /// through the generic path (shared DSQ, idle scan, kicks) instead of
+    /// through the generic path (idle scan, kicks) instead of
     /// straight to their CPU's DSQ.
     #[arg(long)]
     pub no_pinned_fastpath: bool,
@@ -35,6 +35,13 @@ pub struct Opts {
     /// always rescans for an idle CPU, and preemption checks always run.
     #[arg(long)]
     pub no_cheap_wakeup: bool,
+
+    /// Let the kernel queue a wakeup on the woken task's CPU when the task
+    /// is still switching out there (SCX_OPS_ALLOW_QUEUED_WAKEUP). Such a
+    /// wakeup skips ops.select_cpu; ops.enqueue claims that CPU when it is
+    /// idle. Off by default (see README: measured, it did not pay here).
+    #[arg(long)]
+    pub queued_wakeup: bool,
 
     /// Fast path 3: longest time, in microseconds, a CPU whose task just
     /// blocked spins for new work before going idle; the window adapts per
@@ -86,10 +93,11 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} pinned_fastpath={} cheap_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             on_off(!self.no_pinned_fastpath),
             on_off(!self.no_cheap_wakeup),
+            on_off(self.queued_wakeup),
             self.idle_hold_us,
             self.idle_resume_us.map_or("off".to_string(), |us| us.to_string()),
             on_off(!self.no_compact_layout),
@@ -109,6 +117,7 @@ mod tests {
         assert!(d.contains("pinned_fastpath=on"), "{d}");
         assert!(d.contains("cheap_wakeup=on"), "{d}");
         assert!(d.contains("idle_hold_us=0"), "{d}");
+        assert!(d.contains("queued_wakeup=off"), "{d}");
         assert!(d.contains("compact_layout=on"), "{d}");
     }
 

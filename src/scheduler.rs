@@ -50,7 +50,15 @@ impl<'obj> Scheduler<'obj> {
         let mut skel = scx_ops_open!(builder, open_object, fastpath_ops, None)
             .context("failed to open the BPF scheduler")?;
 
-        skel.struct_ops.fastpath_ops_mut().exit_dump_len = opts.exit_dump_len;
+        let ops = skel.struct_ops.fastpath_ops_mut();
+        ops.exit_dump_len = opts.exit_dump_len;
+        if opts.queued_wakeup {
+            let flag = *scx_utils::compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+            if flag == 0 {
+                bail!("--queued-wakeup: this kernel has no SCX_OPS_ALLOW_QUEUED_WAKEUP");
+            }
+            ops.flags |= flag;
+        }
         let rodata = skel
             .maps
             .rodata_data
@@ -162,8 +170,7 @@ impl<'obj> Scheduler<'obj> {
                     .as_ref()
                     .context("BPF skeleton has no .bss")?;
                 // SAFETY: as above, written by BPF.
-                snap.queued_shared = unsafe { std::ptr::read_volatile(&bss.nr_queued_shared) };
-                snap.queued_cpu = unsafe { std::ptr::read_volatile(&bss.nr_queued_cpu) };
+                snap.queued = unsafe { std::ptr::read_volatile(&bss.nr_queued) };
             }
             Err(e) if !self.queued_warned => {
                 warn!("cannot sample queue depths: {e}");

@@ -11,21 +11,23 @@ pub const NR_STATS: usize = bpf_intf::fp_stat_idx_FP_NR_STATS as usize;
 /// Short names of the counters in enum fp_stat_idx order, as printed.
 pub const STAT_NAMES: [&str; NR_STATS] = [
     "direct_local",
-    "enq_shared",
+    "enq_queued",
     "pinned",
     "pinned_migdis",
     "wake_prev_idle",
     "wake_no_scan",
     "wake_no_kick",
+    "wake_queued",
     "hold_start",
     "hold_caught",
     "hold_expired",
     "hold_redirect",
     "disp_cpu_dsq",
-    "disp_shared",
+    "disp_stolen",
     "keep_prev",
     "kick_idle",
     "wake_preempt",
+    "slice_short",
 ];
 
 #[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
@@ -40,6 +42,7 @@ pub const BRANCH_NAMES: [&str; NR_BRANCHES] = [
     "enq_redirected",
     "enq_pinned",
     "pinned_migdis",
+    "enq_queued_wakeup",
     "enq_no_scan",
     "preempt_no_kick",
     "preempt_behind",
@@ -47,6 +50,7 @@ pub const BRANCH_NAMES: [&str; NR_BRANCHES] = [
     "dispatch_keep_prev",
     "running_kicked",
     "running_adapt",
+    "queue_slice_full",
 ];
 
 #[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
@@ -105,8 +109,7 @@ impl HoldWindows {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
     pub cnt: [u64; NR_STATS],
-    pub queued_shared: u64,
-    pub queued_cpu: u64,
+    pub queued: u64,
     pub hold: HoldWindows,
 }
 
@@ -142,12 +145,8 @@ impl Snapshot {
         }
         let _ = write!(
             line,
-            "queued_shared={} queued_cpu={} hold_window_us={:.0}/{:.0}/{:.0}",
-            self.queued_shared,
-            self.queued_cpu,
-            self.hold.min_us,
-            self.hold.avg_us,
-            self.hold.max_us
+            "queued={} hold_window_us={:.0}/{:.0}/{:.0}",
+            self.queued, self.hold.min_us, self.hold.avg_us, self.hold.max_us
         );
         line
     }
@@ -182,10 +181,10 @@ mod tests {
         let prev = Snapshot::default();
         let mut now = Snapshot::default();
         now.cnt[0] = 300;
-        now.queued_shared = 4;
+        now.queued = 4;
         let line = now.format_line(&prev, Duration::from_secs(3));
         assert!(line.starts_with("direct_local=100/s "), "{line}");
-        assert!(line.contains(" queued_shared=4 queued_cpu=0 "), "{line}");
+        assert!(line.contains(" queued=4 "), "{line}");
     }
 
     #[test]
@@ -194,7 +193,7 @@ mod tests {
         now.cnt[NR_STATS - 1] = 7;
         let line = now.format_totals();
         assert!(line.starts_with("direct_local=0 "), "{line}");
-        assert!(line.ends_with(" wake_preempt=7"), "{line}");
+        assert!(line.ends_with(" slice_short=7"), "{line}");
         assert_eq!(line.split(' ').count(), NR_STATS);
     }
 
@@ -241,6 +240,8 @@ mod tests {
             (bpf_intf::fp_stat_idx_FP_STAT_KEEP_PREV, "keep_prev"),
             (bpf_intf::fp_stat_idx_FP_STAT_PINNED, "pinned"),
             (bpf_intf::fp_stat_idx_FP_STAT_HOLD_REDIRECT, "hold_redirect"),
+            (bpf_intf::fp_stat_idx_FP_STAT_WAKE_QUEUED, "wake_queued"),
+            (bpf_intf::fp_stat_idx_FP_STAT_SLICE_SHORT, "slice_short"),
         ] {
             assert_eq!(STAT_NAMES[idx as usize], name);
         }

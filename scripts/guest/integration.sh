@@ -79,7 +79,7 @@ test_mixed_load() {
 	wait "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
 	SCHED_PID=
 	say "$(grep 'totals:' "$SCHED_LOG")"
-	for name in direct_local pinned enq_shared disp_cpu_dsq disp_shared; do
+	for name in direct_local pinned enq_queued disp_cpu_dsq disp_stolen; do
 		total=$(counter_total "$name")
 		if [ "${total:-0}" -le 0 ]; then
 			say "counter $name did not move (${total:-missing})"
@@ -236,7 +236,7 @@ test_pinned_path() {
 	say "on:  execl x300 + fork/exec x300 pinned to CPU 0: pinned=$on (migration-disabled: $migdis)"
 	SCHED_ARGS="--no-pinned-fastpath" run_under_sched pinned_workload || return 1
 	off=$(counter_total pinned)
-	say "off: same workload with --no-pinned-fastpath: pinned=$off, enq_shared=$(counter_total enq_shared)"
+	say "off: same workload with --no-pinned-fastpath: pinned=$off, enq_queued=$(counter_total enq_queued)"
 	# 600 pinned tasks run and each is enqueued at least once.
 	[ "${on:-0}" -ge 600 ] || { say "pinned path not taken enough"; ok=1; }
 	[ "${off:-1}" -eq 0 ] || { say "pinned path taken while switched off"; ok=1; }
@@ -253,10 +253,17 @@ test_cheap_wakeup() {
 	say "on:  perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
 	sum_on=$(say_counters wake_prev_idle wake_no_scan wake_no_kick)
 	[ "$(counter_total wake_prev_idle)" -gt 0 ] || { say "idle prev CPU never claimed directly"; ok=1; }
+	[ "$(counter_total wake_queued)" -eq 0 ] || { say "queued wakeups without --queued-wakeup"; ok=1; }
 	SCHED_ARGS="--no-cheap-wakeup" run_under_sched pipe_workload || return 1
 	say "off: perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
 	sum_off=$(say_counters wake_prev_idle wake_no_scan wake_no_kick)
 	[ "$sum_on" -gt 0 ] && [ "$sum_off" -eq 0 ] || ok=1
+	# SCX_OPS_ALLOW_QUEUED_WAKEUP: wakeups of a task still switching out
+	# skip ops.select_cpu and reach ops.enqueue on the task's own CPU.
+	SCHED_ARGS="--queued-wakeup" run_under_sched pipe_workload || return 1
+	say "queued: perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
+	say_counters wake_queued wake_prev_idle >/dev/null
+	[ "$(counter_total wake_queued)" -gt 0 ] || { say "no queued wakeup reached enqueue"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -318,11 +325,11 @@ test_compact_layout() {
 	local m ok=0 on off
 	m=$(dmesg_mark)
 	SCHED_ARGS="" run_under_sched layout_workload || return 1
-	on=$(counter_total disp_shared)
-	say "on:  $(grep 'config:' "$SCHED_LOG" | grep -o 'compact_layout=[a-z]*'), per-CPU counters: disp_shared=$on"
+	on=$(counter_total disp_cpu_dsq)
+	say "on:  $(grep 'config:' "$SCHED_LOG" | grep -o 'compact_layout=[a-z]*'), per-CPU counters: disp_cpu_dsq=$on"
 	SCHED_ARGS="--no-compact-layout" run_under_sched layout_workload || return 1
-	off=$(counter_total disp_shared)
-	say "off: $(grep 'config:' "$SCHED_LOG" | grep -o 'compact_layout=[a-z]*'), shared atomic counters: disp_shared=$off"
+	off=$(counter_total disp_cpu_dsq)
+	say "off: $(grep 'config:' "$SCHED_LOG" | grep -o 'compact_layout=[a-z]*'), shared atomic counters: disp_cpu_dsq=$off"
 	[ "${on:-0}" -gt 0 ] && [ "${off:-0}" -gt 0 ] || ok=1
 	grep -q 'compact_layout=off' "$SCHED_LOG" || ok=1
 	check_no_kernel_errors "$m" || ok=1
@@ -332,11 +339,8 @@ test_compact_layout() {
 printf 'guest: kernel %s, %d CPUs, sched_ext state %s\n' "$(uname -r)" "$NCPU" "$(state)"
 boot_mark=0
 
-# TESTS="name ..." runs a subset. sleeper_storm and hold_races (the same
-# storm with the longest idle hold) are not in the default set: both fail
-# intermittently today, see README "Known issues"; run them with
-# TESTS="sleeper_storm hold_races".
-for t in ${TESTS:-attach mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout}; do
+# TESTS="name ..." runs a subset.
+for t in ${TESTS:-attach mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout sleeper_storm hold_races}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
 	run_test "$t" "test_$t"
 done

@@ -6,17 +6,18 @@
  * ------
  * Every task carries a virtual time (task_ctx->vtime) that advances by the
  * CPU time it consumed, scaled by 100 / weight, so nice levels divide the CPU
- * in the kernel's weight ratios. Runnable tasks wait on DSQs ordered by a
- * key derived from it (see task_pos()) and each CPU runs the waiting task
- * with the smallest key:
+ * in the kernel's weight ratios. Runnable tasks wait on per-CPU DSQs
+ * ordered by a key derived from it (see task_pos()):
  *
  *  - a waking task that finds an idle CPU (the kernel's built-in idle
  *    tracking) is inserted straight into that CPU's local DSQ;
- *  - a task that can run on one CPU only waits on that CPU's own DSQ;
- *  - every other task waits on the shared DSQ.
+ *  - every other task waits on the DSQ of the CPU it is on (the one
+ *    ops.select_cpu() returned, for a wakeup).
  *
- * ops.dispatch() takes whichever of its own DSQ and the shared DSQ has the
- * smaller head key; if both are empty the previous task keeps the CPU.
+ * ops.dispatch() takes the head of its own DSQ, or of another CPU's when
+ * that one has waited a slice longer (see consume()); if there is nothing,
+ * the previous task keeps the CPU. Under a deep queue slices shrink (see
+ * queue_slice()).
  *
  * Responsiveness: a sleeper's vtime is clamped to at most 2 slices behind
  * the system's vtime, so it cannot hoard credit, but it comes back ahead of
@@ -29,7 +30,7 @@
  * the loader) and counters (enum fp_stat_idx):
  *
  *  1. pinned_fastpath: a task with one possible CPU goes straight to that
- *     CPU's DSQ: no idle scan, no shared DSQ, no kick of another CPU.
+ *     CPU's DSQ: no idle scan, no kick of another CPU.
  *  2. cheap_wakeup: a wakeup whose answer is known does no more work: an
  *     idle prev CPU is claimed without a scan, enqueue does not rescan what
  *     select_cpu just scanned, and no kick goes out when it cannot matter.
@@ -166,9 +167,8 @@ _Static_assert(sizeof(struct fp_cpu_stats_line) % FP_CACHELINE == 0,
 struct fp_cpu_stats_line fp_stats[FP_MAX_CPUS] SEC(".data.stats");
 struct fp_cpu_stats fp_stats_shared SEC(".data.stats_shared");
 
-/* Snapshot of DSQ depths, refreshed on demand by fp_sample_queued. */
-u64 nr_queued_shared;
-u64 nr_queued_cpu;
+/* Tasks waiting on all DSQs, refreshed on demand by fp_sample_queued. */
+u64 nr_queued;
 
 static __always_inline struct fp_cpu *cpu_ctx(s32 cpu)
 {
@@ -204,9 +204,10 @@ static s32 pinned_cpu(struct task_struct *p, bool *migdis)
 	return -1;
 }
 
-/* Per-task state: the task's fairness virtual time. */
+/* Per-task state. */
 struct task_ctx {
-	u64 vtime;
+	u64 vtime;	/* fairness virtual time */
+	u64 slept_at;	/* when it last blocked (scx_bpf_now()) */
 };
 
 struct {
@@ -234,14 +235,32 @@ static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
  * more than FP_AHEAD_SLICES + 2 slices after another sorts behind it, so
  * every wait is bounded, whatever vtime_now does.
  *
+ * A waking task also goes back in time by as long as it slept, up to
+ * FP_WAKE_BONUS_MS. The vtime floor alone gives every sleeper the same two
+ * slices of credit, which is nothing when hundreds of tasks wait: a kworker
+ * that slept for seconds then queued behind all of them, and the kernel's
+ * own watchdog work (a chain of timer, ksoftirqd and kworker wakeups) missed
+ * its deadline. With the bonus a long sleeper goes ahead of tasks that
+ * waited less than it slept; tasks that sleep briefly and often get little.
+ * Only tasks that slept can overtake, each once per sleep and by at most
+ * FP_WAKE_BONUS_MS, so every wait stays bounded.
+ *
+ * A waking kernel thread gets the whole bonus, however briefly it slept:
+ * kworkers and ksoftirqd do short work others wait on (I/O completions, the
+ * kernel's sched_ext watchdog, timers), often as a chain of wakeups, and
+ * under a deep queue each link of the chain cost a full round (the storm
+ * test found unbound kworkers serving 9p I/O waiting ~0.5 s per item). A
+ * kthread that keeps running is requeued without a wakeup: no bonus then.
+ *
  * Clamps the task's vtime to the sleeper floor on the way. @now is the
  * caller's one clock read.
  */
 static __always_inline void task_pos(struct task_struct *p, u64 now,
-				     u64 *vtime, u64 *key)
+				     u64 enq_flags, u64 *vtime, u64 *key)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	u64 vnow = READ_ONCE(vtime_now), floor = vnow - 2 * slice_ns;
+	u64 slept, bonus_max = FP_WAKE_BONUS_MS * 1000000ULL;
 	s64 ahead, cap = FP_AHEAD_SLICES * slice_ns;
 
 	*vtime = vnow;
@@ -254,6 +273,31 @@ static __always_inline void task_pos(struct task_struct *p, u64 now,
 	ahead = (s64)(tctx->vtime - vnow);
 	*vtime = tctx->vtime;
 	*key = now + (ahead < cap ? ahead : cap);
+
+	if (enq_flags & SCX_ENQ_WAKEUP) {
+		slept = p->flags & PF_KTHREAD ? bonus_max : now - tctx->slept_at;
+		*key -= slept < bonus_max ? slept : bonus_max;
+	}
+}
+
+/*
+ * The slice of a task queued behind @waiting tasks per CPU. Full while few
+ * wait; when many do, shorter, so that one round over all of them takes
+ * about FP_ROUND_SLICES full slices and no wait grows with the queue: with
+ * full slices, 512 always-runnable sleepers on 2 CPUs made rounds of 2.3 s
+ * and the kernel's watchdog (FP_TIMEOUT_MS) ejected us. Never shorter than
+ * slice_ns / FP_SLICE_DIV_MAX, so a context switch stays cheap next to the
+ * work it buys.
+ */
+static __always_inline u64 queue_slice(u64 waiting)
+{
+	u64 slice, floor = slice_ns / FP_SLICE_DIV_MAX;
+
+	if (FP_BRANCH(FP_BR_QUEUE_SLICE_FULL, waiting <= FP_ROUND_SLICES))
+		return slice_ns;
+	stat_inc(FP_STAT_SLICE_SHORT);
+	slice = slice_ns * FP_ROUND_SLICES / waiting;
+	return slice > floor ? slice : floor;
 }
 
 /*
@@ -375,15 +419,16 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 /*
  * Fast path 1. A task with one possible CPU waits on that CPU's own DSQ,
  * ordered by vtime with everything else that CPU runs, so it neither starves
- * nor is starved. One lookup, no idle scan, no shared DSQ.
+ * nor is starved. One lookup, no idle scan, no kick of another CPU.
  */
 static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
 			   u64 enq_flags, u64 now)
 {
-	u64 vtime, key;
+	u64 vtime, key, slice;
 
-	task_pos(p, now, &vtime, &key);
-	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, key, enq_flags);
+	task_pos(p, now, enq_flags, &vtime, &key);
+	slice = queue_slice(scx_bpf_dsq_nr_queued(cpu));
+	scx_bpf_dsq_insert_vtime(p, cpu, slice, key, enq_flags);
 	stat_inc(FP_STAT_PINNED);
 	if (migdis)
 		stat_inc(FP_STAT_PINNED_MIGDIS);
@@ -413,26 +458,56 @@ static void enqueue_redirected(struct task_struct *p, s32 cpu, u64 enq_flags,
 {
 	u64 vtime, key;
 
-	task_pos(p, now, &vtime, &key);
-	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, key, enq_flags);
+	task_pos(p, now, enq_flags, &vtime, &key);
+	scx_bpf_dsq_insert_vtime(p, cpu, queue_slice(scx_bpf_dsq_nr_queued(cpu)),
+				 key, enq_flags);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
-static void enqueue_shared(struct task_struct *p, u64 enq_flags, u64 now)
+/*
+ * A wakeup the kernel queued on the task's CPU without asking ops.select_cpu()
+ * (SCX_OPS_ALLOW_QUEUED_WAKEUP: the task was still on its CPU when woken).
+ * Tasks with one possible CPU skip select_cpu too, but are no queued wakeup.
+ */
+static bool is_queued_wakeup(struct task_struct *p, u64 enq_flags)
+{
+	return (enq_flags & SCX_ENQ_WAKEUP) &&
+	       !__COMPAT_is_enq_cpu_selected(enq_flags) &&
+	       p->nr_cpus_allowed > 1 && !is_migration_disabled(p);
+}
+
+static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 {
 	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
-	u64 vtime, key;
+	u64 vtime, key, slice;
 	s32 cpu;
 
-	task_pos(p, now, &vtime, &key);
-	scx_bpf_dsq_insert_vtime(p, FP_SHARED_DSQ, slice_ns, key, enq_flags);
-	stat_inc(FP_STAT_ENQ_SHARED);
+	if (FP_BRANCH(FP_BR_ENQ_QUEUED_WAKEUP, is_queued_wakeup(p, enq_flags))) {
+		stat_inc(FP_STAT_WAKE_QUEUED);
+		/*
+		 * Cheap wakeups: this runs on the task's own CPU, and the
+		 * kernel queues a wakeup there mostly when that CPU has
+		 * nothing to run. If it is idle, claiming it is the answer.
+		 */
+		cpu = scx_bpf_task_cpu(p);
+		if (cheap_wakeup && cpu == bpf_get_smp_processor_id() &&
+		    scx_bpf_test_and_clear_cpu_idle(cpu)) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+			stat_inc(FP_STAT_WAKE_PREV_IDLE);
+			return;
+		}
+	}
+
+	task_pos(p, now, enq_flags, &vtime, &key);
+	cpu = scx_bpf_task_cpu(p);
+	slice = queue_slice(scx_bpf_dsq_nr_queued(cpu));
+	scx_bpf_dsq_insert_vtime(p, cpu, slice, key, enq_flags);
+	stat_inc(FP_STAT_ENQ_QUEUED);
 
 	/*
 	 * Cheap wakeups: ops.select_cpu() just looked for an idle CPU and
 	 * found none; a CPU that goes idle after that runs ops.dispatch() and
-	 * finds this task on the shared DSQ. Only tasks that skipped
-	 * select_cpu need a scan.
+	 * steals this task. Only tasks that skipped select_cpu need a scan.
 	 */
 	if (cheap_wakeup &&
 	    FP_BRANCH(FP_BR_ENQ_NO_SCAN, wakeup && __COMPAT_is_enq_cpu_selected(enq_flags))) {
@@ -475,7 +550,7 @@ void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 	}
-	enqueue_shared(p, enq_flags, now);
+	enqueue_on_cpu(p, enq_flags, now);
 }
 
 /* DSQ order: p->scx.dsq_vtime holds the key task_pos() computed. */
@@ -485,27 +560,40 @@ static bool key_less(struct task_struct *a, struct task_struct *b)
 }
 
 /*
- * Move the waiting task with the smallest key from this CPU's DSQ or the
- * shared DSQ to the local DSQ.
+ * Move a waiting task to the local DSQ: this CPU's own head, unless another
+ * CPU's head has waited longer by more than FP_STEAL_SLICES slices (or this
+ * CPU has nothing), then that one. Preferring our own keeps tasks on their
+ * CPU (a steal migrates the task between runqueues, with both locked); the
+ * margin keeps the CPUs' backlogs level. Looks at up to FP_STEAL_SCAN CPUs
+ * after this one.
  */
 static bool consume(s32 cpu)
 {
-	struct task_struct *mine, *shared;
-	bool mine_first;
+	struct task_struct *mine, *head, *best = NULL;
+	u32 i, n = nr_cpu_ids < FP_STEAL_SCAN ? nr_cpu_ids : FP_STEAL_SCAN;
+	s32 c, best_cpu = -1;
 
 	mine = __COMPAT_scx_bpf_dsq_peek(cpu);
-	shared = __COMPAT_scx_bpf_dsq_peek(FP_SHARED_DSQ);
-	mine_first = mine && (!shared || key_less(mine, shared));
+	bpf_for(i, 1, n) {
+		c = (cpu + i) % nr_cpu_ids;
+		head = __COMPAT_scx_bpf_dsq_peek(c);
+		if (head && (!best || key_less(head, best))) {
+			best = head;
+			best_cpu = c;
+		}
+	}
 
-	if (mine_first && scx_bpf_dsq_move_to_local(cpu, 0)) {
+	if (mine && (!best || !time_before(best->scx.dsq_vtime + FP_STEAL_SLICES * slice_ns,
+					   mine->scx.dsq_vtime)) &&
+	    scx_bpf_dsq_move_to_local(cpu, 0)) {
 		stat_inc(FP_STAT_DISP_CPU_DSQ);
 		return true;
 	}
-	if (scx_bpf_dsq_move_to_local(FP_SHARED_DSQ, 0)) {
-		stat_inc(FP_STAT_DISP_SHARED);
+	if (best && scx_bpf_dsq_move_to_local(best_cpu, 0)) {
+		stat_inc(FP_STAT_DISP_STOLEN);
 		return true;
 	}
-	if (!mine_first && mine && scx_bpf_dsq_move_to_local(cpu, 0)) {
+	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
 		stat_inc(FP_STAT_DISP_CPU_DSQ);
 		return true;
 	}
@@ -535,7 +623,7 @@ static bool idle_hold(s32 cpu)
 	/* The clock is read inside the loop: scx_bpf_now() is frozen here. */
 	start = bpf_ktime_get_ns();
 	bpf_for(i, 0, 1 << 20) {
-		if (scx_bpf_dsq_nr_queued(cpu) || scx_bpf_dsq_nr_queued(FP_SHARED_DSQ)) {
+		if (scx_bpf_dsq_nr_queued(cpu)) {
 			caught = consume(cpu);
 			if (caught)
 				break;
@@ -634,6 +722,10 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 	 */
 	used = p->se.sum_exec_runtime - cctx->curr_sum_start;
 	tctx->vtime += scale_by_task_weight_inverse(p, used);
+
+	/* The rq clock the core just updated: no new clock read either. */
+	if (!runnable)
+		tctx->slept_at = scx_bpf_now();
 }
 
 s32 BPF_STRUCT_OPS(fastpath_init_task, struct task_struct *p,
@@ -648,8 +740,10 @@ void BPF_STRUCT_OPS(fastpath_enable, struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
-	if (tctx)
+	if (tctx) {
 		tctx->vtime = READ_ONCE(vtime_now);
+		tctx->slept_at = scx_bpf_now();
+	}
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(fastpath_init)
@@ -664,11 +758,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fastpath_init)
 		}
 		cpu_ctx(cpu)->hold_window_ns = idle_hold_ns;
 	}
-
-	ret = scx_bpf_create_dsq(FP_SHARED_DSQ, -1);
-	if (ret)
-		scx_bpf_error("failed to create the shared DSQ: %d", ret);
-	return ret;
+	return 0;
 }
 
 void BPF_STRUCT_OPS(fastpath_exit, struct scx_exit_info *ei)
@@ -689,8 +779,7 @@ int fp_sample_queued(void *ctx)
 	bpf_for(cpu, 0, nr_cpu_ids)
 		sum += scx_bpf_dsq_nr_queued(cpu);
 
-	nr_queued_cpu = sum;
-	nr_queued_shared = scx_bpf_dsq_nr_queued(FP_SHARED_DSQ);
+	nr_queued = sum;
 	return 0;
 }
 
