@@ -293,7 +293,7 @@ static __always_inline u64 queue_slice(u64 waiting)
 {
 	u64 slice, floor = slice_ns / FP_SLICE_DIV_MAX;
 
-	if (FP_BRANCH(FP_BR_QUEUE_SLICE_FULL, waiting <= FP_ROUND_SLICES))
+	if (likely(FP_BRANCH(FP_BR_QUEUE_SLICE_FULL, waiting <= FP_ROUND_SLICES)))
 		return slice_ns;
 	stat_inc(FP_STAT_SLICE_SHORT);
 	slice = slice_ns * FP_ROUND_SLICES / waiting;
@@ -482,7 +482,7 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	u64 vtime, key, slice;
 	s32 cpu;
 
-	if (FP_BRANCH(FP_BR_ENQ_QUEUED_WAKEUP, is_queued_wakeup(p, enq_flags))) {
+	if (unlikely(FP_BRANCH(FP_BR_ENQ_QUEUED_WAKEUP, is_queued_wakeup(p, enq_flags)))) {
 		stat_inc(FP_STAT_WAKE_QUEUED);
 		/*
 		 * Cheap wakeups: this runs on the task's own CPU, and the
