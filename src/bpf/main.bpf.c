@@ -417,6 +417,21 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 }
 
 /*
+ * Queue @p on @cpu's DSQ at the position task_pos() gives it, with the slice
+ * the queue's depth allows. Returns the task's vtime for preemption checks.
+ */
+static __always_inline u64 queue_on(struct task_struct *p, s32 cpu,
+				    u64 enq_flags, u64 now)
+{
+	u64 vtime, key;
+
+	task_pos(p, now, enq_flags, &vtime, &key);
+	scx_bpf_dsq_insert_vtime(p, cpu, queue_slice(scx_bpf_dsq_nr_queued(cpu)),
+				 key, enq_flags);
+	return vtime;
+}
+
+/*
  * Fast path 1. A task with one possible CPU waits on that CPU's own DSQ,
  * ordered by vtime with everything else that CPU runs, so it neither starves
  * nor is starved. One lookup, no idle scan, no kick of another CPU.
@@ -424,11 +439,8 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
 			   u64 enq_flags, u64 now)
 {
-	u64 vtime, key, slice;
+	u64 vtime = queue_on(p, cpu, enq_flags, now);
 
-	task_pos(p, now, enq_flags, &vtime, &key);
-	slice = queue_slice(scx_bpf_dsq_nr_queued(cpu));
-	scx_bpf_dsq_insert_vtime(p, cpu, slice, key, enq_flags);
 	stat_inc(FP_STAT_PINNED);
 	if (migdis)
 		stat_inc(FP_STAT_PINNED_MIGDIS);
@@ -456,11 +468,7 @@ static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
 static void enqueue_redirected(struct task_struct *p, s32 cpu, u64 enq_flags,
 			       u64 now)
 {
-	u64 vtime, key;
-
-	task_pos(p, now, enq_flags, &vtime, &key);
-	scx_bpf_dsq_insert_vtime(p, cpu, queue_slice(scx_bpf_dsq_nr_queued(cpu)),
-				 key, enq_flags);
+	queue_on(p, cpu, enq_flags, now);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
@@ -479,8 +487,8 @@ static bool is_queued_wakeup(struct task_struct *p, u64 enq_flags)
 static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 {
 	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
-	u64 vtime, key, slice;
-	s32 cpu;
+	s32 cpu, task_cpu = scx_bpf_task_cpu(p);
+	u64 vtime;
 
 	if (unlikely(FP_BRANCH(FP_BR_ENQ_QUEUED_WAKEUP, is_queued_wakeup(p, enq_flags)))) {
 		stat_inc(FP_STAT_WAKE_QUEUED);
@@ -489,19 +497,15 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 		 * kernel queues a wakeup there mostly when that CPU has
 		 * nothing to run. If it is idle, claiming it is the answer.
 		 */
-		cpu = scx_bpf_task_cpu(p);
-		if (cheap_wakeup && cpu == bpf_get_smp_processor_id() &&
-		    scx_bpf_test_and_clear_cpu_idle(cpu)) {
+		if (cheap_wakeup && task_cpu == bpf_get_smp_processor_id() &&
+		    scx_bpf_test_and_clear_cpu_idle(task_cpu)) {
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
 			stat_inc(FP_STAT_WAKE_PREV_IDLE);
 			return;
 		}
 	}
 
-	task_pos(p, now, enq_flags, &vtime, &key);
-	cpu = scx_bpf_task_cpu(p);
-	slice = queue_slice(scx_bpf_dsq_nr_queued(cpu));
-	scx_bpf_dsq_insert_vtime(p, cpu, slice, key, enq_flags);
+	vtime = queue_on(p, task_cpu, enq_flags, now);
 	stat_inc(FP_STAT_ENQ_QUEUED);
 
 	/*
@@ -522,7 +526,7 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	}
 
 	if (wakeup)
-		preempt_if_behind(p, scx_bpf_task_cpu(p), vtime, now);
+		preempt_if_behind(p, task_cpu, vtime, now);
 }
 
 void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
@@ -593,6 +597,11 @@ static bool consume(s32 cpu)
 		stat_inc(FP_STAT_DISP_STOLEN);
 		return true;
 	}
+	/*
+	 * Our head lost to another CPU's, but that steal failed (the head
+	 * went elsewhere), or we saw nothing at the peek: try ours after all,
+	 * since a task may have landed since.
+	 */
 	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
 		stat_inc(FP_STAT_DISP_CPU_DSQ);
 		return true;
