@@ -5,9 +5,17 @@
 # Everything we download or build (private apt state, the Python venv with
 # virtme-ng, extracted kernels) lives outside the repo so that `git clean`
 # never throws away a 120 MB kernel download and several checkouts share it.
-SCX_CACHE="${SCXVM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/scx_fastpath}"
-SCX_VENV="$SCX_CACHE/venv"
-SCX_KERNELS="$SCX_CACHE/kernels"
+# An empty SCXVM_CACHE or XDG_CACHE_HOME counts as unset; the result is
+# checked below, once die() exists.
+if [[ -n "${SCXVM_CACHE:-}" ]]; then
+    SCX_CACHE="$SCXVM_CACHE"
+elif [[ -n "${XDG_CACHE_HOME:-}" ]]; then
+    SCX_CACHE="$XDG_CACHE_HOME/scx_fastpath"
+elif [[ -n "${HOME:-}" ]]; then
+    SCX_CACHE="$HOME/.cache/scx_fastpath"
+else
+    SCX_CACHE=""
+fi
 # virtme-ng version known to work with the layout/flags used in scripts/vm.
 SCX_VNG_VERSION="1.42"
 # Debian's archive keyring (bookworm's copy also carries the trixie keys).
@@ -17,6 +25,48 @@ scx_prog="${scx_prog:-$(basename "$0")}"
 
 log() { printf '%s: %s\n' "$scx_prog" "$*" >&2; }
 die() { printf '%s: error: %s\n' "$scx_prog" "$*" >&2; exit 1; }
+
+# Scripts delete things under the cache (a stale venv, a half-extracted
+# kernel, old run dirs), so a cache path that is relative, "/" or has "." or
+# ".." components (SCXVM_CACHE=/, XDG_CACHE_HOME=., HOME unset) must stop
+# them before anything is deleted. Trailing and repeated slashes are dropped.
+scx_cache_checked() {
+    local d="$1" c
+    local -a parts
+    [[ "$d" == /* && "$d" != *$'\n'* ]] || return 1
+    IFS=/ read -r -a parts <<<"${d#/}"
+    d=""
+    for c in "${parts[@]}"; do
+        [[ -n "$c" ]] || continue
+        [[ "$c" != . && "$c" != .. ]] || return 1
+        d+="/$c"
+    done
+    [[ -n "$d" ]] || return 1
+    printf '%s\n' "$d"
+}
+scx_cache_given="$SCX_CACHE"
+SCX_CACHE="$(scx_cache_checked "$scx_cache_given")" ||
+    die "cache directory '$scx_cache_given' must be an absolute path other than / without . or .. components (set SCXVM_CACHE, XDG_CACHE_HOME or HOME)"
+unset scx_cache_given
+SCX_VENV="$SCX_CACHE/venv"
+SCX_KERNELS="$SCX_CACHE/kernels"
+
+# rm -rf each PATH, which must lie strictly inside $SCX_CACHE (no . or ..
+# components): the only way the scripts delete anything in the cache.
+scx_cache_rm() {
+    local p rel c
+    local -a parts
+    for p in "$@"; do
+        rel="${p#"$SCX_CACHE"/}"
+        [[ "$p" == "$SCX_CACHE"/?* ]] || die "refusing to delete '$p': not inside the cache directory $SCX_CACHE"
+        IFS=/ read -r -a parts <<<"$rel"
+        for c in "${parts[@]}"; do
+            [[ -n "$c" && "$c" != . && "$c" != .. ]] ||
+                die "refusing to delete '$p': it must name a path inside $SCX_CACHE without empty, . or .. components"
+        done
+        rm -rf -- "$p"
+    done
+}
 
 # Print the host's Debian mirror URI. We must not hard-code a mirror (CI and
 # developer machines use different ones), so read it from the host's own apt

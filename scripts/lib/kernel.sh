@@ -43,38 +43,47 @@ scx_kernel_newest_available() {
         sed 's/^linux-binary-//' | sort -V | tail -n1
 }
 
+# Die unless $1 looks like a kernel ABI (7.3.4+deb13-amd64): it names a
+# directory under $SCX_KERNELS that may be deleted and replaced, so no "/"
+# and no leading "." (which rules out "." and "..").
+scx_kernel_check_abi() {
+    [[ "$1" =~ ^[0-9A-Za-z][0-9A-Za-z.+~_-]*$ ]] ||
+        die "not a kernel ABI (like 7.3.4+deb13-amd64): '$1' (check SCXVM_KERNEL_VERSION)"
+}
+
 # Download + extract kernel <abi> into the cache (no-op if cached).
 scx_kernel_fetch() {
     local abi="$1"
+    scx_kernel_check_abi "$abi"
     local dest="$SCX_KERNELS/$abi"
     [[ -e "$dest/.complete" ]] && return 0
     local work="$SCX_KERNELS/.tmp-$abi.$$"
-    rm -rf "$work"; mkdir -p "$work/debs" "$work/root"
+    scx_cache_rm "$work"; mkdir -p "$work/debs" "$work/root"
     log "downloading kernel $abi from $SCX_KERNEL_SUITE"
     # apt-get download writes into the cwd.
     (cd "$work/debs" && apt-get "${APT_OPTS[@]}" -q download \
         "linux-base-$abi" "linux-binary-$abi" "linux-modules-$abi") >"$work/download.log" 2>&1 ||
-        { cat "$work/download.log" >&2; rm -rf "$work"; die "failed to download kernel packages for $abi"; }
+        { cat "$work/download.log" >&2; scx_cache_rm "$work"; die "failed to download kernel packages for $abi"; }
     local deb
     # linux-base first: refuse to go on if the config lacks sched_ext.
     dpkg-deb -x "$work/debs"/linux-base-"$abi"_*.deb "$work/root"
     local cfg="$work/root/usr/lib/modules/$abi/config"
-    [[ -f "$cfg" ]] || { rm -rf "$work"; die "linux-base-$abi has no usr/lib/modules/$abi/config"; }
+    [[ -f "$cfg" ]] || { scx_cache_rm "$work"; die "linux-base-$abi has no usr/lib/modules/$abi/config"; }
     if ! grep -qx 'CONFIG_SCHED_CLASS_EXT=y' "$cfg"; then
-        rm -rf "$work"
+        scx_cache_rm "$work"
         die "kernel $abi is built without CONFIG_SCHED_CLASS_EXT=y; cannot test sched_ext with it"
     fi
     for deb in "$work/debs"/*.deb; do dpkg-deb -x "$deb" "$work/root"; done
-    [[ -f "$work/root/usr/lib/modules/$abi/vmlinuz" ]] || { rm -rf "$work"; die "no vmlinuz in linux-binary-$abi"; }
+    [[ -f "$work/root/usr/lib/modules/$abi/vmlinuz" ]] || { scx_cache_rm "$work"; die "no vmlinuz in linux-binary-$abi"; }
     mkdir -p "$work/root/boot"
     cp "$cfg" "$work/root/boot/config-$abi"
     # Make sure modules.dep matches the tree so virtme-ng never has to run
     # depmod (it would write into the cache on every boot otherwise).
     depmod -a -b "$work/root/usr" "$abi" 2>/dev/null || log "warning: depmod failed for $abi (virtme-ng will retry)"
     touch "$work/root/.complete"
-    rm -rf "$dest"
+    scx_cache_rm "$dest"
     mv "$work/root" "$dest"
-    rm -rf "$work"
+    scx_cache_rm "$work"
     log "kernel $abi cached in $dest"
 }
 
@@ -86,6 +95,7 @@ scx_kernel_fetch() {
 # and tests do not silently switch kernels mid-way.
 scx_kernel_resolve() {
     local abi="${SCXVM_KERNEL_VERSION:-}"
+    [[ -z "$abi" ]] || scx_kernel_check_abi "$abi"
     if [[ -z "$abi" && "${SCXVM_KERNEL_REFRESH:-0}" != 1 ]]; then
         abi="$(scx_kernel_newest_cached)"
     fi
