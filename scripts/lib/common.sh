@@ -2,11 +2,11 @@
 # Shared helpers for scripts/vm and scripts/install-deps.
 # Sourced, not executed. Callers must already run under `set -euo pipefail`.
 
-# Everything we download or build (private apt state, the Python venv with
-# virtme-ng, extracted kernels) lives outside the repo so that `git clean`
-# never throws away a 120 MB kernel download and several checkouts share it.
-# An empty SCXVM_CACHE or XDG_CACHE_HOME counts as unset; the result is
-# checked below, once die() exists.
+# Everything we download or build (the Python venv with virtme-ng, extracted
+# kernels, the apt state for kernel downloads) lives outside the repo so that
+# `git clean` never throws away a 120 MB kernel download and several checkouts
+# share it. An empty SCXVM_CACHE or XDG_CACHE_HOME counts as unset; the
+# result is checked below, once die() exists.
 if [[ -n "${SCXVM_CACHE:-}" ]]; then
     SCX_CACHE="$SCXVM_CACHE"
 elif [[ -n "${XDG_CACHE_HOME:-}" ]]; then
@@ -68,6 +68,50 @@ scx_cache_rm() {
     done
 }
 
+# Run "$@" as root: directly when we are root (CI), else through sudo.
+scx_as_root() {
+    if [[ $EUID -eq 0 ]]; then
+        "$@"
+    else
+        command -v sudo >/dev/null || die "not root and no sudo: run as root"
+        sudo "$@"
+    fi
+}
+
+# apt-get runs as root against the state it installs host packages from, so
+# that state lives in a root-owned directory: a user-writable one would let
+# any process running as the user plant a .deb (or package lists) for root to
+# install. $SCX_APT_ROOT holds it; every directory on the way is checked.
+SCX_APT_ROOT="/var/cache/scx_fastpath/apt"
+
+# Die unless $1 is a real directory (not a symlink) owned by root (or by
+# the users named in $2.., e.g. _apt for apt's partial/ dirs) that neither
+# group nor others can write.
+scx_check_root_dir() {
+    local d="$1"; shift
+    local owner mode u ok=0
+    [[ -d "$d" && ! -L "$d" ]] || die "$d is not a directory (or is a symlink); refusing to keep root's apt state there"
+    read -r owner mode < <(stat -c '%U %a' "$d")
+    for u in root "$@"; do [[ "$owner" == "$u" ]] && ok=1; done
+    [[ $ok == 1 ]] || die "$d is owned by $owner, not root; refusing to let root install packages from it (remove it or chown -R root:root it)"
+    (( (8#$mode & 8#022) == 0 )) || die "$d is group/world writable (mode $mode); refusing to let root install packages from it (chmod go-w it)"
+}
+
+# Create (as root, mode 0755) each missing directory of $@, parents first,
+# then check it as scx_check_root_dir does.
+scx_root_dirs() {
+    local d
+    for d in "$@"; do
+        if [[ ! -e "$d" && ! -L "$d" ]]; then
+            scx_as_root mkdir -m 0755 -- "$d" || die "cannot create $d"
+        fi
+        case "$d" in
+            */partial) scx_check_root_dir "$d" _apt ;;
+            *) scx_check_root_dir "$d" ;;
+        esac
+    done
+}
+
 # Print the host's Debian mirror URI. We must not hard-code a mirror (CI and
 # developer machines use different ones), so read it from the host's own apt
 # configuration: deb822 (/etc/apt/sources.list.d/*.sources) or one-line
@@ -115,34 +159,49 @@ scx_debian_mirror() {
     return 0
 }
 
-# Set up a private apt state directory $SCX_CACHE/apt/$1 whose sources.list
-# holds the remaining arguments (one "suite" per line, e.g.
+# Set up a private apt state directory whose sources.list holds the
+# arguments after the name (one "suite" per line, e.g.
 # "main bookworm-backports" or "security bookworm-security"), and fill the
 # global array APT_OPTS with the -o options that point apt at it.
+#   scx_apt_state --root NAME ...  $SCX_APT_ROOT/NAME, root-owned, written
+#                                  as root: for packages root installs
+#   scx_apt_state NAME ...         $SCX_CACHE/apt/NAME, the user's: only for
+#                                  packages that are downloaded and
+#                                  extracted, never installed (the kernel)
 # Rationale: we need bookworm-backports (QEMU 10) and trixie-backports
 # (kernel) but must never modify the user's /etc/apt. apt's Dir::* options
 # let us keep sources, lists and the archive cache entirely private; dpkg's
 # status database is of course shared (we do install qemu on the host).
 scx_apt_state() {
-    local name="$1"; shift
-    local dir="$SCX_CACHE/apt/$name"
-    local main sec line kind suite
+    APT_AS=()
+    local dir
+    if [[ "$1" == --root ]]; then
+        shift
+        APT_AS=(scx_as_root)
+        dir="$SCX_APT_ROOT/$1"
+        scx_root_dirs "${SCX_APT_ROOT%/apt}" "$SCX_APT_ROOT" "$dir" "$dir/lists" "$dir/lists/partial" \
+            "$dir/archives" "$dir/archives/partial" "$dir/cache"
+    else
+        dir="$SCX_CACHE/apt/$1"
+        mkdir -p "$dir/lists/partial" "$dir/archives/partial" "$dir/cache"
+    fi
+    shift
+    local main sec line kind suite list=""
     main="$(scx_debian_mirror main)"
     sec="$(scx_debian_mirror security)"
     [[ -n "$main" ]] || die "cannot find the Debian mirror in /etc/apt (set SCXVM_DEBIAN_MIRROR=URI to override)"
-    mkdir -p "$dir/lists/partial" "$dir/archives/partial" "$dir/cache"
-    local tmp="$dir/sources.list.new"
-    : >"$tmp"
     for line in "$@"; do
         read -r kind suite <<<"$line"
         if [[ "$kind" == security ]]; then
             [[ -n "$sec" ]] || continue   # no security mirror configured: skip
-            echo "deb [signed-by=$SCX_KEYRING] $sec $suite main" >>"$tmp"
+            list+="deb [signed-by=$SCX_KEYRING] $sec $suite main"$'\n'
         else
-            echo "deb [signed-by=$SCX_KEYRING] $main $suite main" >>"$tmp"
+            list+="deb [signed-by=$SCX_KEYRING] $main $suite main"$'\n'
         fi
     done
-    mv -f "$tmp" "$dir/sources.list"
+    local tmp="$dir/sources.list.new"
+    printf '%s' "$list" | "${APT_AS[@]}" tee "$tmp" >/dev/null
+    "${APT_AS[@]}" mv -f "$tmp" "$dir/sources.list"
     APT_OPTS=(
         -o "Dir::Etc::SourceList=$dir/sources.list"
         -o "Dir::Etc::SourceParts=/dev/null"
@@ -150,7 +209,8 @@ scx_apt_state() {
         -o "Dir::Cache=$dir/cache"
         -o "Dir::Cache::Archives=$dir/archives"
         -o "DPkg::Lock::Timeout=600"
-        # _apt cannot enter a cache under /root (mode 700); we are root anyway.
+        # _apt cannot enter a cache under /root (mode 700), and apt only
+        # drops to _apt when it runs as root anyway.
         -o "APT::Sandbox::User=root"
         -o "APT::Get::List-Cleanup=false"
         # Skip AppStream/DEP-11 and translation indexes: we only need Packages.
@@ -162,8 +222,9 @@ scx_apt_state() {
     APT_STATE_DIR="$dir"
 }
 
-# apt-get update for the private state, at most once per $2 seconds
-# (default 6h) unless forced with $1=force. Keeps repeated runs offline.
+# apt-get update for the private state set up last (as root for --root
+# state), at most once per $2 seconds (default 6h) unless forced with
+# $1=force. Keeps repeated runs offline.
 scx_apt_update() {
     local mode="${1:-}" max_age="${2:-21600}"
     local stamp="$APT_STATE_DIR/updated"
@@ -173,8 +234,9 @@ scx_apt_update() {
         return 0
     fi
     log "apt-get update (private lists in $APT_STATE_DIR)"
-    apt-get "${APT_OPTS[@]}" -q update >"$APT_STATE_DIR/update.log" 2>&1 ||
-        { cat "$APT_STATE_DIR/update.log" >&2; die "apt-get update failed (private state $APT_STATE_DIR)"; }
-    cp -f "$APT_STATE_DIR/sources.list" "$APT_STATE_DIR/sources.list.stamp"
-    touch "$stamp"
+    local out
+    out="$("${APT_AS[@]}" apt-get "${APT_OPTS[@]}" -q update 2>&1)" ||
+        { printf '%s\n' "$out" >&2; die "apt-get update failed (private state $APT_STATE_DIR)"; }
+    "${APT_AS[@]}" cp -f "$APT_STATE_DIR/sources.list" "$APT_STATE_DIR/sources.list.stamp"
+    "${APT_AS[@]}" touch "$stamp"
 }
