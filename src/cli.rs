@@ -25,6 +25,30 @@ pub struct Opts {
     )]
     pub slice_us: u64,
 
+    /// Wakeup granularity in microseconds: a waking task preempts the task
+    /// running on its CPU only when that one is behind it in virtual time by
+    /// more than this. 0 preempts whenever it is behind at all (which made a
+    /// pipe or message-queue producer switch once per message).
+    #[arg(
+        long,
+        value_name = "US",
+        default_value_t = 1000,
+        value_parser = clap::value_parser!(u64).range(0..=bpf_intf::fp_consts_FP_WAKEUP_GRAN_US_MAX as u64)
+    )]
+    pub wakeup_gran_us: u64,
+
+    /// Synchronous wakeups (the waker is about to block, e.g. a pipe write
+    /// answered by a read) do not run the wakee on the waker's CPU; by
+    /// default they do when nothing else waits there.
+    #[arg(long)]
+    pub no_sync_wake: bool,
+
+    /// sched_yield() with nothing else waiting on the CPU goes through the
+    /// whole dispatch/stop/enqueue/run round trip, as without ops.yield (by
+    /// default the yielding task just goes on).
+    #[arg(long)]
+    pub no_fast_yield: bool,
+
     /// Fast path 1 off: tasks allowed on one CPU (or migration-disabled) go
     /// through the generic path (idle scan, kicks) instead of
     /// straight to their CPU's DSQ.
@@ -76,6 +100,10 @@ pub struct Opts {
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub exit_dump_len: u32,
 
+    /// Describe every counter the stats show, and exit.
+    #[arg(long)]
+    pub help_stats: bool,
+
     /// Verbose output: debug messages, including libbpf's. Repeat for more.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -93,8 +121,11 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} sync_wake={} fast_yield={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
+            self.wakeup_gran_us,
+            on_off(!self.no_sync_wake),
+            on_off(!self.no_fast_yield),
             on_off(!self.no_pinned_fastpath),
             on_off(!self.no_cheap_wakeup),
             on_off(self.queued_wakeup),
@@ -119,6 +150,8 @@ mod tests {
         assert!(d.contains("idle_hold_us=0"), "{d}");
         assert!(d.contains("queued_wakeup=off"), "{d}");
         assert!(d.contains("compact_layout=on"), "{d}");
+        assert!(d.contains("wakeup_gran_us=1000"), "{d}");
+        assert!(d.contains("fast_yield=on"), "{d}");
     }
 
     #[test]
@@ -130,6 +163,9 @@ mod tests {
             "--idle-hold-us",
             "200",
             "--no-compact-layout",
+            "--no-fast-yield",
+            "--wakeup-gran-us",
+            "0",
         ]);
         let d = o.describe();
         for off in [
@@ -137,6 +173,8 @@ mod tests {
             "cheap_wakeup=off",
             "idle_hold_us=200",
             "compact_layout=off",
+            "fast_yield=off",
+            "wakeup_gran_us=0",
         ] {
             assert!(d.contains(off), "{d}");
         }
@@ -147,5 +185,6 @@ mod tests {
         assert!(Opts::try_parse_from(["scx_fastpath", "--idle-hold-us", "1001"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--slice-us", "99"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--idle-resume-us", "-1"]).is_err());
+        assert!(Opts::try_parse_from(["scx_fastpath", "--wakeup-gran-us", "100001"]).is_err());
     }
 }

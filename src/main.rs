@@ -11,7 +11,8 @@ mod stats;
 use std::io::IsTerminal;
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -49,9 +50,15 @@ fn run(opts: Opts) -> Result<()> {
     init_logging(opts.verbose)?;
     preflight::check_all()?;
 
-    // Ctrl-C and SIGTERM end the run loop; dropping the scheduler detaches it.
+    // Ctrl-C and SIGTERM end the run loop; dropping the scheduler detaches
+    // it. The flag outlives the message: a signal that arrives just as the
+    // kernel asks for a restart (and is taken by that run's loop) must still
+    // stop us rather than let us restart.
     let (shutdown_tx, shutdown_rx) = mpsc::channel();
+    let stopping = Arc::new(AtomicBool::new(false));
+    let stopping_handler = Arc::clone(&stopping);
     ctrlc::set_handler(move || {
+        stopping_handler.store(true, Ordering::SeqCst);
         let _ = shutdown_tx.send(());
     })
     .context("failed to install the SIGINT/SIGTERM handler")?;
@@ -64,6 +71,10 @@ fn run(opts: Opts) -> Result<()> {
         if !uei.should_restart() {
             return Ok(());
         }
+        if stopping.load(Ordering::SeqCst) {
+            info!("the kernel asked for a restart, but a stop was requested: not restarting");
+            return Ok(());
+        }
         info!("the kernel asked for a restart (e.g. a CPU went on- or offline); restarting");
         scheduler::wait_until_disabled()?;
     }
@@ -71,6 +82,10 @@ fn run(opts: Opts) -> Result<()> {
 
 fn main() -> ExitCode {
     let opts = Opts::parse();
+    if opts.help_stats {
+        print!("{}", stats::describe_counters());
+        return ExitCode::SUCCESS;
+    }
     match run(opts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

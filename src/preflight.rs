@@ -69,3 +69,43 @@ pub fn check_all() -> Result<()> {
     check_root()?;
     check_no_other_scheduler()
 }
+
+/// The highest possible CPU id + 1, from a cpulist like "0-3,8-11" (which
+/// gives 12, not 8: CPU ids index the per-CPU arrays).
+pub fn parse_cpulist_end(list: &str) -> Result<usize> {
+    let mut end = 0;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        for id in part.split('-') {
+            let id: usize = id
+                .parse()
+                .with_context(|| format!("bad CPU list {list:?}: {part:?}"))?;
+            end = end.max(id + 1);
+        }
+    }
+    if end == 0 {
+        bail!("empty CPU list {list:?}");
+    }
+    Ok(end)
+}
+
+/// The highest possible CPU id + 1 on this machine.
+pub fn nr_cpu_ids() -> Result<usize> {
+    let path = "/sys/devices/system/cpu/possible";
+    let list = fs::read_to_string(path).with_context(|| format!("failed to read {path}"))?;
+    parse_cpulist_end(&list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_ids_count_the_holes() {
+        assert_eq!(parse_cpulist_end("0-3,8-11\n").unwrap(), 12);
+        assert_eq!(parse_cpulist_end("0").unwrap(), 1);
+        assert_eq!(parse_cpulist_end("0-1").unwrap(), 2);
+        assert_eq!(parse_cpulist_end("0,2,5").unwrap(), 6);
+        assert!(parse_cpulist_end("").is_err());
+        assert!(parse_cpulist_end("x-3").is_err());
+    }
+}

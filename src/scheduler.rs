@@ -31,7 +31,7 @@ pub struct Scheduler<'obj> {
 
 impl<'obj> Scheduler<'obj> {
     pub fn init(opts: &Opts, open_object: &'obj mut MaybeUninit<OpenObject>) -> Result<Self> {
-        let nr_cpus = libbpf_rs::num_possible_cpus().context("failed to count possible CPUs")?;
+        let nr_cpus = preflight::nr_cpu_ids()?;
         if opts.idle_hold_us > 0 {
             warn!(
                 "--idle-hold-us is experimental: under heavy sleeper storms it has tripped the \
@@ -40,7 +40,8 @@ impl<'obj> Scheduler<'obj> {
         }
         if nr_cpus > bpf_intf::fp_consts_FP_MAX_CPUS as usize {
             bail!(
-                "{nr_cpus} possible CPUs, scx_fastpath supports at most {}",
+                "possible CPU ids go up to {}, scx_fastpath supports at most {}",
+                nr_cpus - 1,
                 bpf_intf::fp_consts_FP_MAX_CPUS
             );
         }
@@ -64,8 +65,10 @@ impl<'obj> Scheduler<'obj> {
             .rodata_data
             .as_mut()
             .context("BPF skeleton has no .rodata")?;
-        rodata.nr_cpu_ids = nr_cpus as u32;
         rodata.slice_ns = opts.slice_us * 1000;
+        rodata.wakeup_gran_ns = opts.wakeup_gran_us * 1000;
+        rodata.fast_yield = !opts.no_fast_yield;
+        rodata.sync_wake = !opts.no_sync_wake;
         rodata.pinned_fastpath = !opts.no_pinned_fastpath;
         rodata.cheap_wakeup = !opts.no_cheap_wakeup;
         rodata.idle_hold_ns = opts.idle_hold_us * 1000;

@@ -8,50 +8,12 @@ use crate::bpf_intf;
 
 pub const NR_STATS: usize = bpf_intf::fp_stat_idx_FP_NR_STATS as usize;
 
-/// Short names of the counters in enum fp_stat_idx order, as printed.
-pub const STAT_NAMES: [&str; NR_STATS] = [
-    "direct_local",
-    "enq_queued",
-    "pinned",
-    "pinned_migdis",
-    "wake_prev_idle",
-    "wake_no_scan",
-    "wake_no_kick",
-    "wake_queued",
-    "hold_start",
-    "hold_caught",
-    "hold_expired",
-    "hold_redirect",
-    "disp_cpu_dsq",
-    "disp_stolen",
-    "keep_prev",
-    "kick_idle",
-    "wake_preempt",
-    "slice_short",
-];
-
 #[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
 pub const NR_BRANCHES: usize = bpf_intf::fp_branch_idx_FP_NR_BRANCHES as usize;
 
-#[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
-/// Names of the profiled branches in enum fp_branch_idx order.
-pub const BRANCH_NAMES: [&str; NR_BRANCHES] = [
-    "select_holder",
-    "select_prev_idle",
-    "select_idle_found",
-    "enq_redirected",
-    "enq_pinned",
-    "pinned_migdis",
-    "enq_queued_wakeup",
-    "enq_no_scan",
-    "preempt_no_kick",
-    "preempt_behind",
-    "dispatch_consumed",
-    "dispatch_keep_prev",
-    "running_kicked",
-    "running_adapt",
-    "queue_slice_full",
-];
+// STAT_NAMES, STAT_DESCS and BRANCH_NAMES, made by build.rs from the enums
+// in src/bpf/intf.h: adding a counter there is all it takes.
+include!(concat!(env!("OUT_DIR"), "/names.rs"));
 
 #[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
 /// Per branch: how often its condition was false, and true, summed over CPUs.
@@ -81,6 +43,16 @@ pub fn format_branch_table(counts: &BranchCounts) -> String {
         let _ = writeln!(out, "| {name} | {} | {} | {pct} | {hint} |", c[1], c[0]);
     }
     out
+}
+
+/// One line per counter: its name and what it counts (--help-stats).
+pub fn describe_counters() -> String {
+    let width = STAT_NAMES.iter().map(|n| n.len()).max().unwrap_or(0);
+    STAT_NAMES
+        .iter()
+        .zip(STAT_DESCS.iter())
+        .map(|(name, desc)| format!("{name:<width$}  {desc}\n"))
+        .collect()
 }
 
 /// The adaptive idle-hold windows of the CPUs, in microseconds.
@@ -193,7 +165,10 @@ mod tests {
         now.cnt[NR_STATS - 1] = 7;
         let line = now.format_totals();
         assert!(line.starts_with("direct_local=0 "), "{line}");
-        assert!(line.ends_with(" slice_short=7"), "{line}");
+        assert!(
+            line.ends_with(&format!(" {}=7", STAT_NAMES[NR_STATS - 1])),
+            "{line}"
+        );
         assert_eq!(line.split(' ').count(), NR_STATS);
     }
 
@@ -233,15 +208,30 @@ mod tests {
     }
 
     #[test]
+    fn readme_shows_help_stats() {
+        let readme = include_str!("../README.md");
+        let start = readme
+            .find("<!-- help-stats -->\n```\n")
+            .expect("README has no help-stats block");
+        let block = &readme[start + "<!-- help-stats -->\n```\n".len()..];
+        let block = &block[..block.find("```").expect("help-stats block not closed")];
+        assert_eq!(
+            block,
+            describe_counters(),
+            "README's help-stats block is stale"
+        );
+    }
+
+    #[test]
     fn names_match_the_bpf_enum() {
-        assert_eq!(STAT_NAMES.len(), NR_STATS);
         for (idx, name) in [
+            (bpf_intf::fp_stat_idx_FP_STAT_DIRECT_LOCAL, "direct_local"),
             (bpf_intf::fp_stat_idx_FP_STAT_WAKE_PREEMPT, "wake_preempt"),
             (bpf_intf::fp_stat_idx_FP_STAT_KEEP_PREV, "keep_prev"),
             (bpf_intf::fp_stat_idx_FP_STAT_PINNED, "pinned"),
             (bpf_intf::fp_stat_idx_FP_STAT_HOLD_REDIRECT, "hold_redirect"),
             (bpf_intf::fp_stat_idx_FP_STAT_WAKE_QUEUED, "wake_queued"),
-            (bpf_intf::fp_stat_idx_FP_STAT_SLICE_SHORT, "slice_short"),
+            (bpf_intf::fp_stat_idx_FP_STAT_CGROUP_WEIGHT, "cgroup_weight"),
         ] {
             assert_eq!(STAT_NAMES[idx as usize], name);
         }
@@ -249,5 +239,8 @@ mod tests {
             BRANCH_NAMES[bpf_intf::fp_branch_idx_FP_BR_RUNNING_ADAPT as usize],
             "running_adapt"
         );
+        for (name, desc) in STAT_NAMES.iter().zip(STAT_DESCS.iter()) {
+            assert!(!name.is_empty() && !desc.is_empty(), "{name}: {desc}");
+        }
     }
 }

@@ -18,7 +18,8 @@ typedef long long s64;
 enum fp_consts {
 	/*
 	 * Per-CPU state is kept in fixed arrays indexed by CPU id so that the
-	 * loader can read counters straight from the mmap()ed .bss. Must be a
+	 * loader can read counters straight from the mmap()ed .data.* maps;
+	 * the loader refuses a machine with CPU ids beyond it. Must be a
 	 * power of two: the BPF side masks indices with FP_MAX_CPUS - 1.
 	 */
 	FP_MAX_CPUS		= 1024,
@@ -29,7 +30,14 @@ enum fp_consts {
 	/* Tunable ranges, checked by the loader and relied upon by BPF. */
 	FP_SLICE_US_MIN		= 100,
 	FP_SLICE_US_MAX		= 100000,
-	FP_TIMEOUT_MS		= 5000,
+	/*
+	 * The kernel's watchdog: a task runnable this long without running
+	 * ejects the scheduler. A CPU notices a used-up slice only at its
+	 * tick (4 ms at HZ=250), so 1,000 always-runnable tasks confined to
+	 * one CPU (which any user can start with taskset) need about 4 s for
+	 * a round however short the slices: 5 s left no margin.
+	 */
+	FP_TIMEOUT_MS		= 10000,
 
 	/*
 	 * Idle hold: --idle-hold-us is capped here, since a holding CPU spins
@@ -38,72 +46,100 @@ enum fp_consts {
 	 */
 	FP_IDLE_HOLD_US_MAX	= 1000,
 	FP_HOLD_MIN_NS		= 2000,
-	/* How far ahead of vtime_now a task's DSQ key can be, in slices. */
-	FP_AHEAD_SLICES		= 8,
 	/*
-	 * Most a waking task's DSQ key goes back by the time it slept: a
-	 * fifth of the watchdog timeout, so that a task overtaken by every
-	 * sleeper it can be still runs well within the timeout.
+	 * Sleeper credit: a waking task keeps the lag it had when it blocked
+	 * (how far behind the system's vtime it was), bounded to FP_LAG_SLICES
+	 * slices either way, so it comes back ahead of CPU hogs without
+	 * hoarding credit. A waking kernel thread is put FP_KTHREAD_LAG_SLICES
+	 * behind: kworkers and ksoftirqd do short work that others wait on,
+	 * often as a chain of wakeups.
 	 */
-	FP_WAKE_BONUS_MS	= FP_TIMEOUT_MS / 5,
+	FP_LAG_SLICES		= 2,
+	FP_KTHREAD_LAG_SLICES	= 4,
+
 	/*
-	 * Queue-depth slices: with more than FP_ROUND_SLICES tasks waiting
-	 * per CPU, a queued task's slice shrinks so that one round over all
-	 * of them takes about FP_ROUND_SLICES full slices, down to
-	 * slice / FP_SLICE_DIV_MAX.
+	 * Starvation guard: every FP_GUARD_MS each CPU looks through its DSQ
+	 * and runs any task that has been runnable for FP_STARVE_MS without
+	 * running (a tenth of the watchdog timeout), at most FP_GUARD_BATCH
+	 * per look. Weighted fairness alone cannot bound waits: a nice-19
+	 * task that ran one slice is a hundred slices ahead in vtime, which
+	 * hundreds of runnable tasks take minutes to catch up with.
 	 */
-	FP_ROUND_SLICES		= 8,
+	FP_STARVE_MS		= 1000,
+	FP_GUARD_MS		= 100,
+	FP_GUARD_BATCH		= 64,
+
+	/*
+	 * Deep-queue slices: with more than FP_DEEP_QUEUE tasks waiting on a
+	 * CPU, a task queued there gets slice * FP_DEEP_QUEUE / depth, at
+	 * least slice / FP_SLICE_DIV_MAX, so that a round over them stays
+	 * near FP_DEEP_QUEUE slices (in practice a tick each). Below it slices
+	 * are whole: shrinking them from 8 waiting tasks on was the main cost
+	 * of hackbench in an earlier version.
+	 */
+	FP_DEEP_QUEUE		= 64,
 	FP_SLICE_DIV_MAX	= 16,
 
 	/* CPUs a wakeup looks at for a holder when none is idle. */
 	FP_HOLD_SCAN		= 8,
 
-	/*
-	 * Dispatch looks at the DSQs of up to FP_STEAL_SCAN CPUs and steals a
-	 * head that waited FP_STEAL_SLICES slices longer than its own.
-	 */
-	FP_STEAL_SCAN		= 8,
-	FP_STEAL_SLICES		= 1,
+	/* --wakeup-gran-us range. */
+	FP_WAKEUP_GRAN_US_MAX	= 100000,
+
+	/* The cgroup weight of a cgroup without cpu.weight (the default). */
+	FP_CGROUP_WEIGHT_DFL	= 100,
 };
 
 /*
  * Event counters, one array per CPU, each written only by its own CPU and
- * summed by the loader. Keep the names in sync with src/stats.rs.
+ * summed by the loader. build.rs makes the loader's names and descriptions
+ * from this enum (FP_STAT_FOO -> "foo", the comment -> its description),
+ * so a counter is added here and nowhere else.
  */
 enum fp_stat_idx {
 	/* Where ops.select_cpu()/ops.enqueue() put a task. */
-	FP_STAT_DIRECT_LOCAL,	/* straight to an idle CPU's local DSQ */
-	FP_STAT_ENQ_QUEUED,	/* queued on its CPU's DSQ */
+	FP_STAT_DIRECT_LOCAL,	/* a waking task went straight to an idle CPU */
+	FP_STAT_WAKE_SYNC,	/* a sync wakeup went to the waker's CPU, which is about to block */
+	FP_STAT_ENQ_QUEUED,	/* a task was queued on its CPU's DSQ */
 
 	/* Fast path 1: tasks with one possible CPU. */
-	FP_STAT_PINNED,		/* queued straight on its CPU's DSQ */
+	FP_STAT_PINNED,		/* a pinned task went straight to its CPU's DSQ */
 	FP_STAT_PINNED_MIGDIS,	/* ... of which migration-disabled */
 
 	/* Fast path 2: cheap wakeups. */
-	FP_STAT_WAKE_PREV_IDLE,	/* prev CPU idle: claimed with no scan */
-	FP_STAT_WAKE_NO_SCAN,	/* enqueue skipped a scan select_cpu just did */
-	FP_STAT_WAKE_NO_KICK,	/* preemption kick skipped: it could not matter */
+	FP_STAT_WAKE_PREV_IDLE,	/* the idle previous CPU was claimed with no search */
+	FP_STAT_WAKE_NO_SCAN,	/* enqueue skipped the idle scan select_cpu had just done */
+	FP_STAT_WAKE_NO_KICK,	/* no preemption check: the CPU runs none of ours or was kicked */
 	FP_STAT_WAKE_QUEUED,	/* a queued wakeup (no select_cpu) reached enqueue */
 
 	/* Fast path 3: hold a CPU briefly before idling. */
 	FP_STAT_HOLD_START,	/* a CPU held instead of going idle */
 	FP_STAT_HOLD_CAUGHT,	/* ... and work arrived within the window */
 	FP_STAT_HOLD_EXPIRED,	/* ... and the window ran out */
-	FP_STAT_HOLD_REDIRECT,	/* a wakeup was queued for a holding CPU */
+	FP_STAT_HOLD_REDIRECT,	/* a wakeup was queued on a holding CPU's DSQ */
 
 	/* What ops.dispatch() found. */
-	FP_STAT_DISP_CPU_DSQ,	/* moved a task from this CPU's DSQ */
-	FP_STAT_DISP_STOLEN,	/* took the head of another CPU's DSQ */
-	FP_STAT_KEEP_PREV,	/* nothing waited: prev got a new slice */
+	FP_STAT_DISP_CPU_DSQ,	/* the CPU took the head of its own DSQ */
+	FP_STAT_DISP_STOLEN,	/* the CPU took the head of another CPU's DSQ */
+	FP_STAT_KEEP_PREV,	/* nothing else waited: the running task got another slice */
+	FP_STAT_KEEP_FAIR,	/* the running task is still behind the DSQ head in vtime: it went on */
 
 	/* Kicks sent by ops.enqueue(). */
-	FP_STAT_KICK_IDLE,	/* woke an idle CPU for a queued task */
-	FP_STAT_WAKE_PREEMPT,	/* preempted a CPU for a waking task */
+	FP_STAT_KICK_IDLE,	/* an idle CPU was woken for a task that skipped select_cpu */
+	FP_STAT_WAKE_PREEMPT,	/* a waking task preempted a CPU whose task was behind it */
+	FP_STAT_WAKE_NO_PREEMPT,	/* a waking task was ahead, but by less than --wakeup-gran-us */
 
-	/* Queue-depth slices. */
-	FP_STAT_SLICE_SHORT,	/* a task was queued with a shortened slice */
+	/* ops.yield(). */
+	FP_STAT_YIELD_KEPT,	/* sched_yield() with nothing waiting: the task went on */
+	FP_STAT_YIELD_GIVEN,	/* sched_yield() gave the CPU to a waiting task */
 
-	FP_NR_STATS,
+	/* Weights and the starvation guard. */
+	FP_STAT_KTHREAD_WAKE,	/* a waking kernel thread got the kthread credit */
+	FP_STAT_STARVE_RESCUE,	/* the guard ran a task that had waited FP_STARVE_MS */
+	FP_STAT_CGROUP_WEIGHT,	/* a cgroup's cpu.weight was set or changed */
+	FP_STAT_SLICE_SHORT,	/* a task was queued behind more than FP_DEEP_QUEUE with a shorter slice */
+
+FP_NR_STATS,
 };
 
 /*
@@ -117,8 +153,8 @@ struct fp_cpu_stats {
 /*
  * Data-dependent branches on the hot paths, counted per CPU in builds with
  * the branch-profile feature (FP_BRANCH() in main.bpf.c), so that
- * likely()/unlikely() go only where the counts justify them. Keep the names
- * in sync with src/stats.rs.
+ * likely()/unlikely() go only where the counts justify them. build.rs makes
+ * the loader's names from this enum, as for the counters.
  */
 enum fp_branch_idx {
 	FP_BR_SELECT_HOLDER,	/* select_cpu: prev is holding, redirect */
@@ -135,7 +171,7 @@ enum fp_branch_idx {
 	FP_BR_DISPATCH_KEEP_PREV,	/* dispatch: prev still runnable */
 	FP_BR_RUNNING_KICKED,	/* running: a preemption kick was pending */
 	FP_BR_RUNNING_ADAPT,	/* running: last hold expired, adapt window */
-	FP_BR_QUEUE_SLICE_FULL,	/* queue_slice: few tasks wait, full slice */
+	FP_BR_QUEUE_SLICE_FULL,	/* queue_slice: few tasks wait, whole slice */
 	FP_NR_BRANCHES,
 };
 

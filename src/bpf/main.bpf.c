@@ -4,25 +4,31 @@
  *
  * Policy
  * ------
- * Every task carries a virtual time (task_ctx->vtime) that advances by the
- * CPU time it consumed, scaled by 100 / weight, so nice levels divide the CPU
- * in the kernel's weight ratios. Runnable tasks wait on per-CPU DSQs
- * ordered by a key derived from it (see task_pos()):
+ * Weighted virtual-time fairness. Every task carries a vtime (task_ctx) that
+ * advances by the CPU time it used times 100 / its weight, where the weight
+ * is the task's (its nice level) scaled by its cgroup's cpu.weight. Runnable
+ * tasks wait on per-CPU DSQs ordered by vtime:
  *
  *  - a waking task that finds an idle CPU (the kernel's built-in idle
  *    tracking) is inserted straight into that CPU's local DSQ;
  *  - every other task waits on the DSQ of the CPU it is on (the one
  *    ops.select_cpu() returned, for a wakeup).
  *
- * ops.dispatch() takes the head of its own DSQ, or of another CPU's when
- * that one has waited a slice longer (see consume()); if there is nothing,
- * the previous task keeps the CPU. Under a deep queue slices shrink (see
- * queue_slice()).
+ * ops.dispatch() lets the running task go on while it is still behind the
+ * head of its CPU's DSQ in vtime (that is what makes weights hold between
+ * tasks that never sleep), else takes that head; a CPU with nothing queued
+ * takes the lowest-vtime head it may run from the other CPUs' DSQs.
  *
- * Responsiveness: a sleeper's vtime is clamped to at most 2 slices behind
- * the system's vtime, so it cannot hoard credit, but it comes back ahead of
- * CPU hogs. When it wakes and no CPU is idle, the CPU it last ran on is
- * preempted if the task running there is behind it in virtual time.
+ * Responsiveness: a waking task comes back with the lag it had when it
+ * blocked, bounded to a few slices, so a sleeper comes back ahead of CPU
+ * hogs without hoarding credit, and it preempts the CPU it lands on when
+ * the task there is behind it by more than --wakeup-gran-us.
+ *
+ * Bounded waits: fairness by weight cannot bound how long a task waits (a
+ * nice-19 task that just ran is far ahead), but the kernel's watchdog
+ * ejects a scheduler that leaves a task runnable for FP_TIMEOUT_MS. A
+ * starvation guard in ops.dispatch() runs any task that has waited
+ * FP_STARVE_MS, see guard_starved().
  *
  * Fast paths
  * ----------
@@ -49,12 +55,20 @@ char _license[] SEC("license") = "GPL";
 UEI_DEFINE(uei);
 
 /* Set by the loader before load. */
-const volatile u32 nr_cpu_ids = 1;
 const volatile u64 slice_ns = 5ULL * 1000 * 1000;
+const volatile u64 wakeup_gran_ns = 1000ULL * 1000;
 const volatile bool pinned_fastpath = true;
 const volatile bool cheap_wakeup = true;
+const volatile bool fast_yield = true;
+const volatile bool sync_wake = true;
 const volatile u64 idle_hold_ns;
 const volatile bool compact_layout = true;
+
+/*
+ * The highest possible CPU id + 1, from the kernel at init: the possible
+ * mask can have holes (0-3,8-11), so it is not the number of CPUs.
+ */
+u32 nr_cpu_ids = 1;
 
 /*
  * Branch hints (fast path 5). A build with -DFP_BRANCH_PROFILE counts how
@@ -89,50 +103,49 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
 #endif
 
 /*
- * The system's virtual time: the largest vtime any task started running
- * with, give or take FP_VTIME_STEP. New tasks start here, sleepers are
- * clamped relative to it. Every CPU reads it on every enqueue, so it has a
- * cache line of its own and, with compact_layout, is only written when it
- * has moved by a sixteenth of a slice: a floor that lags by that much
- * changes no decision, and the line stays shared-clean between writes.
- */
-u64 vtime_now SEC(".data.vtime") __attribute__((aligned(FP_CACHELINE)));
-
-/*
  * Per-CPU state (fast path 4). Two cache lines per CPU:
  *
  * Line 0, written only by its CPU, read by other CPUs' wakeups:
+ *   vmin	the CPU's virtual clock (see cpu_vmin()): ops.running()
+ *		writes it, with compact_layout only when it has moved by a
+ *		sixteenth of a slice (a reference that lags by that much
+ *		changes no decision, and the line stays shared-clean between
+ *		writes); every enqueue onto the CPU reads it.
  *   curr_vtime, curr_started, curr_weight, curr_busy
  *	ops.running()/stopping() write; enqueue's preempt_if_behind() reads.
  *   holding	idle_hold() writes; select_cpu() and the enqueue of a
  *		redirected wakeup read.
- *   kicked	set by whoever sends a preemption kick, cleared by
- *		ops.running(): the one field written from outside, and only
- *		once per kick.
+ *   kicked	set by whoever sends a preemption kick, cleared by the
+ *		kicked CPU's next ops.dispatch() or ops.running(): the one
+ *		field written from outside, and only once per kick.
  *
  * Line 1, only ever touched by its own CPU:
- *   curr_sum_start	ops.running() writes, ops.stopping() reads.
+ *   curr_sum_start	ops.running() writes, ops.stopping() and
+ *		ops.dispatch() read.
  *   hold_window_ns, hold_expired_at	idle_hold() and ops.running().
+ *   guard_at	when guard_starved() last looked (ops.dispatch()).
  *   redirect_pid, redirect_cpu	select_cpu() writes, the enqueue() of the
  *		same wakeup (same CPU, IRQs still off) reads.
  */
 struct fp_cpu {
 	/* line 0: shared, read remotely */
+	u64 vmin;
 	u64 curr_vtime;
 	u64 curr_started;
 	u32 curr_weight;
 	u32 curr_busy;
 	u32 holding;
 	u32 kicked;
-	u8 __pad0[FP_CACHELINE - 32];
+	u8 __pad0[FP_CACHELINE - 40];
 
 	/* line 1: private */
 	u64 curr_sum_start;
 	u64 hold_window_ns;
 	u64 hold_expired_at;
+	u64 guard_at;
 	s32 redirect_pid;
 	s32 redirect_cpu;
-	u8 __pad1[FP_CACHELINE - 32];
+	u8 __pad1[FP_CACHELINE - 40];
 } __attribute__((aligned(FP_CACHELINE)));
 
 _Static_assert(sizeof(struct fp_cpu) == 2 * FP_CACHELINE,
@@ -190,6 +203,18 @@ static __always_inline void stat_inc(enum fp_stat_idx idx)
 }
 
 /*
+ * @a - @b for two clock readings that may come from different CPUs: a
+ * reading taken "later" elsewhere can be a little smaller, and as u64 the
+ * difference would wrap to centuries. Never below 0.
+ */
+static __always_inline u64 clock_delta(u64 a, u64 b)
+{
+	s64 d = (s64)(a - b);
+
+	return d > 0 ? d : 0;
+}
+
+/*
  * The one CPU a task can go to, or -1 if it has a choice. A migration-disabled
  * task must stay where it is, even if its affinity has just been changed to
  * exclude that CPU; a task allowed on one CPU must go there.
@@ -204,10 +229,19 @@ static s32 pinned_cpu(struct task_struct *p, bool *migdis)
 	return -1;
 }
 
+/* ------------------------------------------------------------------------
+ * Weights: the task's, scaled by its cgroup's cpu.weight.
+ * ------------------------------------------------------------------------ */
+
 /* Per-task state. */
 struct task_ctx {
-	u64 vtime;	/* fairness virtual time */
-	u64 slept_at;	/* when it last blocked (scx_bpf_now()) */
+	u64 vtime;	/* fairness virtual time, relative to CPU @cpu's vmin */
+	s64 lag;	/* @cpu's vmin - vtime when it last blocked, bounded */
+	s32 cpu;	/* the CPU whose virtual clock @vtime is measured on */
+	u32 asleep;	/* blocked since it last ran: place it on wakeup */
+	u64 cgid;	/* its cgroup's id (cgroup v2 kernfs id) */
+	u32 cg_weight;	/* that cgroup's cpu.weight, cached */
+	u32 cg_gen;	/* cgroup_gen when cg_weight was read */
 };
 
 struct {
@@ -223,86 +257,132 @@ static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
 }
 
 /*
- * Where a task waits. Ordering by fairness vtime alone starves: a task whose
- * vtime is ahead of vtime_now (a nice-19 kthread that just ran) waits for
- * every queued task to pass it, while each sleeper that wakes comes back up
- * to two slices behind vtime_now, and vtime_now only moves when a task ahead
- * of it runs. With hundreds of sleepers that took seconds (the watchdog
- * ejected us: khugepaged waited 6.9 s). So the DSQ key is the enqueue time
- * plus the task's distance from vtime_now, bounded: up to two slices behind
- * (a sleeper's credit, which keeps wakeups ahead of CPU hogs) and up to
- * FP_AHEAD_SLICES slices ahead (a heavy user waits longer). Any task enqueued
- * more than FP_AHEAD_SLICES + 2 slices after another sorts behind it, so
- * every wait is bounded, whatever vtime_now does.
- *
- * A waking task also goes back in time by as long as it slept, up to
- * FP_WAKE_BONUS_MS. The vtime floor alone gives every sleeper the same two
- * slices of credit, which is nothing when hundreds of tasks wait: a kworker
- * that slept for seconds then queued behind all of them, and the kernel's
- * own watchdog work (a chain of timer, ksoftirqd and kworker wakeups) missed
- * its deadline. With the bonus a long sleeper goes ahead of tasks that
- * waited less than it slept; tasks that sleep briefly and often get little.
- * Only tasks that slept can overtake, each once per sleep and by at most
- * FP_WAKE_BONUS_MS, so every wait stays bounded.
- *
- * A waking kernel thread gets the whole bonus, however briefly it slept:
- * kworkers and ksoftirqd do short work others wait on (I/O completions, the
- * kernel's sched_ext watchdog, timers), often as a chain of wakeups, and
- * under a deep queue each link of the chain cost a full round (the storm
- * test found unbound kworkers serving 9p I/O waiting ~0.5 s per item). A
- * kthread that keeps running is requeued without a wakeup: no bonus then.
- *
- * Clamps the task's vtime to the sleeper floor on the way. @now is the
- * caller's one clock read.
+ * cpu.weight of every cgroup the kernel told us about (ops.cgroup_init and
+ * ops.cgroup_set_weight), by cgroup id. Tasks cache their cgroup's weight;
+ * cgroup_gen moves whenever a weight changes, and a task whose cache is
+ * older looks it up again the next time it stops running. So the hot path
+ * pays one compare, and a hash lookup only after a change.
  */
-static __always_inline void task_pos(struct task_struct *p, u64 now,
-				     u64 enq_flags, u64 *vtime, u64 *key)
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u64);
+	__type(value, u32);
+} cgroup_weights SEC(".maps");
+
+u32 cgroup_gen;
+
+static u32 cgroup_weight_of(u64 cgid)
 {
-	struct task_ctx *tctx = lookup_task_ctx(p);
-	u64 vnow = READ_ONCE(vtime_now), floor = vnow - 2 * slice_ns;
-	u64 slept, bonus_max = FP_WAKE_BONUS_MS * 1000000ULL;
-	s64 ahead, cap = FP_AHEAD_SLICES * slice_ns;
+	u32 *w = bpf_map_lookup_elem(&cgroup_weights, &cgid);
 
-	*vtime = vnow;
-	*key = now;
-	if (!tctx)
-		return;
+	return w ? *w : FP_CGROUP_WEIGHT_DFL;
+}
 
-	if (time_before(tctx->vtime, floor))
-		tctx->vtime = floor;
-	ahead = (s64)(tctx->vtime - vnow);
-	*vtime = tctx->vtime;
-	*key = now + (ahead < cap ? ahead : cap);
-
-	if (enq_flags & SCX_ENQ_WAKEUP) {
-		slept = p->flags & PF_KTHREAD ? bonus_max : now - tctx->slept_at;
-		*key -= slept < bonus_max ? slept : bonus_max;
-	}
+static void task_set_cgroup(struct task_ctx *tctx, struct cgroup *cgrp)
+{
+	tctx->cgid = cgrp->kn->id;
+	tctx->cg_gen = READ_ONCE(cgroup_gen);
+	tctx->cg_weight = cgroup_weight_of(tctx->cgid);
 }
 
 /*
- * The slice of a task queued behind @waiting tasks per CPU. Full while few
- * wait; when many do, shorter, so that one round over all of them takes
- * about FP_ROUND_SLICES full slices and no wait grows with the queue: with
- * full slices, 512 always-runnable sleepers on 2 CPUs made rounds of 2.3 s
- * and the kernel's watchdog (FP_TIMEOUT_MS) ejected us. Never shorter than
- * slice_ns / FP_SLICE_DIV_MAX, so a context switch stays cheap next to the
- * work it buys.
+ * The weight vtime is scaled by: the task's own (from its nice level, 100
+ * for nice 0) times its cgroup's cpu.weight / 100. Only the task's own
+ * cgroup counts, not its ancestors': a flat approximation of the kernel's
+ * hierarchy, which is exact for sibling cgroups under the root.
  */
-static __always_inline u64 queue_slice(u64 waiting)
+static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 {
-	u64 slice, floor = slice_ns / FP_SLICE_DIV_MAX;
+	u64 w;
 
-	if (likely(FP_BRANCH(FP_BR_QUEUE_SLICE_FULL, waiting <= FP_ROUND_SLICES)))
-		return slice_ns;
-	stat_inc(FP_STAT_SLICE_SHORT);
-	slice = slice_ns * FP_ROUND_SLICES / waiting;
-	return slice > floor ? slice : floor;
+	if (unlikely(tctx->cg_gen != READ_ONCE(cgroup_gen))) {
+		tctx->cg_gen = READ_ONCE(cgroup_gen);
+		tctx->cg_weight = cgroup_weight_of(tctx->cgid);
+	}
+	w = (u64)p->scx.weight * tctx->cg_weight / FP_CGROUP_WEIGHT_DFL;
+	return w ?: 1;
+}
+
+/* ------------------------------------------------------------------------
+ * Where a task waits: its vtime on wakeup, its slice.
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Each CPU keeps its own virtual clock, vmin: the lowest vtime among what it
+ * runs and what waits on its DSQ, never going back (the kernel's old
+ * min_vruntime). A task's vtime is measured on the clock of the CPU it is
+ * queued on (task_ctx->cpu). One clock for the whole system does not work
+ * with per-CPU queues: a CPU with three hogs runs each a third of the time,
+ * one with a single hog runs it all the time, their vtimes drift apart by
+ * seconds, and a sleeper placed by the fast CPU's clock on the slow one
+ * waited behind all of its hogs (the mixed_load test's probe, ~1 s). Taking
+ * the lowest vtime, not the highest, matters with weights: next to a nice-19
+ * task that jumps far ahead, a nice-0 hog runs behind, and a sleeper placed
+ * by the nice-19 task's vtime would wait out the hog's whole catch-up.
+ */
+static __always_inline u64 cpu_vmin(s32 cpu)
+{
+	return READ_ONCE(cpu_ctx(cpu)->vmin);
+}
+
+/*
+ * Put @p on @cpu's clock before it is queued or runs there.
+ *
+ * A task that blocked is placed at @cpu's clock minus the lag it had when
+ * it blocked (how far behind its CPU's clock it was, bounded to
+ * FP_LAG_SLICES slices either way): a task that slept while others ran
+ * comes back ahead of them by what it had not used, a task that had run
+ * ahead comes back behind. Giving every sleeper the full credit instead
+ * made nearly every wakeup preempt (hackbench, pipes: one switch per
+ * message).
+ *
+ * A waking kernel thread is put FP_KTHREAD_LAG_SLICES behind, even if that
+ * is credit it did not earn: kworkers and ksoftirqd do short work that
+ * others wait on (I/O completions, timers, the kernel's own sched_ext
+ * watchdog) as chains of wakeups, and under a deep queue each link of the
+ * chain would wait a round (the sleeper storm test ejected us that way:
+ * "watchdog failed to check in for 5.004s"). A kthread that keeps running
+ * is requeued without a wakeup and gets nothing.
+ *
+ * A task that stays runnable keeps the vtime it earned, so weights hold
+ * between tasks that never sleep; moved to another CPU it keeps its
+ * distance from the clock.
+ */
+static __always_inline void place_task(struct task_struct *p,
+				       struct task_ctx *tctx, s32 cpu)
+{
+	if (tctx->asleep) {
+		tctx->asleep = 0;
+		if (p->flags & PF_KTHREAD) {
+			tctx->vtime = cpu_vmin(cpu) - FP_KTHREAD_LAG_SLICES * slice_ns;
+			stat_inc(FP_STAT_KTHREAD_WAKE);
+		} else {
+			tctx->vtime = cpu_vmin(cpu) - tctx->lag;
+		}
+	} else if (tctx->cpu != cpu) {
+		tctx->vtime = cpu_vmin(cpu) + (tctx->vtime - cpu_vmin(tctx->cpu));
+	}
+	tctx->cpu = cpu;
+}
+
+/* @p's vtime as it is queued on @cpu's DSQ. */
+static __always_inline u64 task_vtime(struct task_struct *p, s32 cpu)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	if (!tctx)
+		return cpu_vmin(cpu);
+	place_task(p, tctx, cpu);
+	return tctx->vtime;
 }
 
 /*
  * Preempt @cpu for waking task @p if the task running there is behind @p in
- * virtual time, counting its runtime so far.
+ * virtual time, counting its runtime so far, by more than --wakeup-gran-us.
+ * Without the margin nearly every wakeup preempted: a producer and a
+ * consumer (a pipe, a message queue) then switch once per message, where
+ * letting the producer run on batches the messages.
  */
 static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now)
 {
@@ -323,14 +403,18 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 	}
 
 	weight = READ_ONCE(cctx->curr_weight) ?: 100;
-	ran = now - READ_ONCE(cctx->curr_started);
+	ran = clock_delta(now, READ_ONCE(cctx->curr_started));
 	curr_vtime = READ_ONCE(cctx->curr_vtime) + ran * 100 / weight;
 
-	if (FP_BRANCH(FP_BR_PREEMPT_BEHIND, time_before(vtime, curr_vtime))) {
-		WRITE_ONCE(cctx->kicked, 1);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-		stat_inc(FP_STAT_WAKE_PREEMPT);
+	if (!FP_BRANCH(FP_BR_PREEMPT_BEHIND, time_before(vtime, curr_vtime)))
+		return;
+	if (time_before(curr_vtime, vtime + wakeup_gran_ns)) {
+		stat_inc(FP_STAT_WAKE_NO_PREEMPT);
+		return;
 	}
+	WRITE_ONCE(cctx->kicked, 1);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	stat_inc(FP_STAT_WAKE_PREEMPT);
 }
 
 /*
@@ -345,13 +429,16 @@ static bool can_redirect(struct task_struct *p, s32 cpu, s32 this_cpu)
 	       bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
 }
 
+/*
+ * Mark @p's wakeup for redirection; ops.enqueue() does it and counts it
+ * (a fork also passes through select_cpu(), but is never redirected).
+ */
 static void redirect_to_holder(struct task_struct *p, s32 cpu, s32 this_cpu)
 {
 	struct fp_cpu *here = cpu_ctx(this_cpu);
 
 	here->redirect_pid = p->pid;
 	here->redirect_cpu = cpu;
-	stat_inc(FP_STAT_HOLD_REDIRECT);
 }
 
 /*
@@ -372,6 +459,24 @@ static s32 find_holder(struct task_struct *p, s32 prev_cpu, s32 this_cpu)
 	return -1;
 }
 
+/*
+ * A synchronous wakeup (the waker says it is about to block: a pipe or
+ * socket write answered by a read) can run on the waker's CPU, which is
+ * about to be free, instead of waking another CPU out of idle: no IPI, no
+ * idle exit, and the data is in this CPU's cache. Only when nothing else
+ * waits here (so at most one wakee stacks up behind a waker that does not
+ * block after all), the waker is not exiting, and the wakee may run here.
+ */
+static bool sync_wake_here(struct task_struct *p, s32 this_cpu)
+{
+	struct task_struct *waker = bpf_get_current_task_btf();
+
+	return !(waker->flags & PF_EXITING) &&
+	       bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr) &&
+	       !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) &&
+	       !scx_bpf_dsq_nr_queued(this_cpu);
+}
+
 s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -380,6 +485,12 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 
 	if (here_ok && FP_BRANCH(FP_BR_SELECT_HOLDER, can_redirect(p, prev_cpu, this_cpu))) {
 		redirect_to_holder(p, prev_cpu, this_cpu);
+		return this_cpu;
+	}
+
+	if (sync_wake && (wake_flags & SCX_WAKE_SYNC) && sync_wake_here(p, this_cpu)) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		stat_inc(FP_STAT_WAKE_SYNC);
 		return this_cpu;
 	}
 
@@ -417,17 +528,33 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 }
 
 /*
- * Queue @p on @cpu's DSQ at the position task_pos() gives it, with the slice
- * the queue's depth allows. Returns the task's vtime for preemption checks.
+ * The slice of a task queued behind @waiting others. Whole, unless the queue
+ * is deeper than FP_DEEP_QUEUE: then short enough that a round over it takes
+ * about FP_DEEP_QUEUE slices, and the kernel's watchdog, which wants every
+ * runnable task to run within FP_TIMEOUT_MS, sees every one of a thousand
+ * hogs on one CPU run in time.
  */
-static __always_inline u64 queue_on(struct task_struct *p, s32 cpu,
-				    u64 enq_flags, u64 now)
+static __always_inline u64 queue_slice(u64 waiting)
 {
-	u64 vtime, key;
+	u64 slice, floor = slice_ns / FP_SLICE_DIV_MAX;
 
-	task_pos(p, now, enq_flags, &vtime, &key);
+	if (likely(FP_BRANCH(FP_BR_QUEUE_SLICE_FULL, waiting <= FP_DEEP_QUEUE)))
+		return slice_ns;
+	stat_inc(FP_STAT_SLICE_SHORT);
+	slice = slice_ns * FP_DEEP_QUEUE / waiting;
+	return slice > floor ? slice : floor;
+}
+
+/*
+ * Queue @p on @cpu's DSQ, ordered by its vtime, with the slice the queue's
+ * depth allows. Returns the vtime for the preemption check.
+ */
+static __always_inline u64 queue_on(struct task_struct *p, s32 cpu, u64 enq_flags)
+{
+	u64 vtime = task_vtime(p, cpu);
+
 	scx_bpf_dsq_insert_vtime(p, cpu, queue_slice(scx_bpf_dsq_nr_queued(cpu)),
-				 key, enq_flags);
+				 vtime, enq_flags);
 	return vtime;
 }
 
@@ -439,7 +566,7 @@ static __always_inline u64 queue_on(struct task_struct *p, s32 cpu,
 static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
 			   u64 enq_flags, u64 now)
 {
-	u64 vtime = queue_on(p, cpu, enq_flags, now);
+	u64 vtime = queue_on(p, cpu, enq_flags);
 
 	stat_inc(FP_STAT_PINNED);
 	if (migdis)
@@ -465,11 +592,11 @@ static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
  * looking by then. SCX_KICK_IDLE is delivered from irq_work after the insert
  * has landed and only wakes the holder if it went idle without the task.
  */
-static void enqueue_redirected(struct task_struct *p, s32 cpu, u64 enq_flags,
-			       u64 now)
+static void enqueue_redirected(struct task_struct *p, s32 cpu, u64 enq_flags)
 {
-	queue_on(p, cpu, enq_flags, now);
+	queue_on(p, cpu, enq_flags);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	stat_inc(FP_STAT_HOLD_REDIRECT);
 }
 
 /*
@@ -505,13 +632,15 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 		}
 	}
 
-	vtime = queue_on(p, task_cpu, enq_flags, now);
+	vtime = queue_on(p, task_cpu, enq_flags);
 	stat_inc(FP_STAT_ENQ_QUEUED);
 
 	/*
 	 * Cheap wakeups: ops.select_cpu() just looked for an idle CPU and
 	 * found none; a CPU that goes idle after that runs ops.dispatch() and
 	 * steals this task. Only tasks that skipped select_cpu need a scan.
+	 * Whichever idle CPU the scan wakes sees the task: a CPU with nothing
+	 * of its own looks at every CPU's DSQ (consume()).
 	 */
 	if (cheap_wakeup &&
 	    FP_BRANCH(FP_BR_ENQ_NO_SCAN, wakeup && __COMPAT_is_enq_cpu_selected(enq_flags))) {
@@ -541,7 +670,7 @@ void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
 		if (FP_BRANCH(FP_BR_ENQ_REDIRECTED, here->redirect_pid == p->pid)) {
 			here->redirect_pid = 0;
 			if (enq_flags & SCX_ENQ_WAKEUP) {
-				enqueue_redirected(p, here->redirect_cpu, enq_flags, now);
+				enqueue_redirected(p, here->redirect_cpu, enq_flags);
 				return;
 			}
 		}
@@ -557,56 +686,125 @@ void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
 	enqueue_on_cpu(p, enq_flags, now);
 }
 
-/* DSQ order: p->scx.dsq_vtime holds the key task_pos() computed. */
-static bool key_less(struct task_struct *a, struct task_struct *b)
+/* ------------------------------------------------------------------------
+ * Dispatch: who runs next on a CPU.
+ * ------------------------------------------------------------------------ */
+
+/* @p may run on @cpu: allowed there, and not migration-disabled elsewhere. */
+static bool can_run_on(struct task_struct *p, s32 cpu)
 {
-	return time_before(a->scx.dsq_vtime, b->scx.dsq_vtime);
+	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return false;
+	return !is_migration_disabled(p) || scx_bpf_task_cpu(p) == cpu;
 }
 
 /*
- * Move a waiting task to the local DSQ: this CPU's own head, unless another
- * CPU's head has waited longer by more than FP_STEAL_SLICES slices (or this
- * CPU has nothing), then that one. Preferring our own keeps tasks on their
- * CPU (a steal migrates the task between runqueues, with both locked); the
- * margin keeps the CPUs' backlogs level. Looks at up to FP_STEAL_SCAN CPUs
- * after this one.
+ * This CPU has nothing queued: take, among the other CPUs' DSQ heads that it
+ * may run, the one furthest behind its own CPU's clock (the clocks of two
+ * CPUs are not comparable, distances to them are). Every CPU is looked at,
+ * so a task queued anywhere is seen by any CPU that goes idle, and a kick to
+ * any idle CPU reaches it. Peeks are lockless; only the move takes a DSQ
+ * lock.
  */
-static bool consume(s32 cpu)
+static bool steal(s32 cpu)
 {
-	struct task_struct *mine, *head, *best = NULL;
-	u32 i, n = nr_cpu_ids < FP_STEAL_SCAN ? nr_cpu_ids : FP_STEAL_SCAN;
+	struct task_struct *head;
+	s64 behind, best = 0;
 	s32 c, best_cpu = -1;
+	u32 i;
 
-	mine = __COMPAT_scx_bpf_dsq_peek(cpu);
-	bpf_for(i, 1, n) {
-		c = (cpu + i) % nr_cpu_ids;
+	bpf_for(i, 1, nr_cpu_ids) {
+		c = cpu + i;
+		if (c >= nr_cpu_ids)
+			c -= nr_cpu_ids;
 		head = __COMPAT_scx_bpf_dsq_peek(c);
-		if (head && (!best || key_less(head, best))) {
-			best = head;
+		if (!head || !can_run_on(head, cpu))
+			continue;
+		behind = (s64)(cpu_vmin(c) - head->scx.dsq_vtime);
+		if (best_cpu < 0 || behind > best) {
+			best = behind;
 			best_cpu = c;
 		}
 	}
-
-	if (mine && (!best || !time_before(best->scx.dsq_vtime + FP_STEAL_SLICES * slice_ns,
-					   mine->scx.dsq_vtime)) &&
-	    scx_bpf_dsq_move_to_local(cpu, 0)) {
-		stat_inc(FP_STAT_DISP_CPU_DSQ);
-		return true;
-	}
-	if (best && scx_bpf_dsq_move_to_local(best_cpu, 0)) {
+	if (best_cpu >= 0 && scx_bpf_dsq_move_to_local(best_cpu, 0)) {
 		stat_inc(FP_STAT_DISP_STOLEN);
 		return true;
 	}
-	/*
-	 * Our head lost to another CPU's, but that steal failed (the head
-	 * went elsewhere), or we saw nothing at the peek: try ours after all,
-	 * since a task may have landed since.
-	 */
-	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
-		stat_inc(FP_STAT_DISP_CPU_DSQ);
-		return true;
-	}
 	return false;
+}
+
+/*
+ * Jiffies and clock at ops.init(). The watchdog counts in jiffies, and the
+ * tick rate (CONFIG_HZ) is not something BPF can read without the kernel's
+ * config file, which a guest booted from the host's root does not have; so
+ * it is measured: how many jiffies passed per nanosecond since init.
+ */
+u64 init_jiffies, init_ns;
+
+/* @ms in jiffies, or 0 while less than a second has passed to measure. */
+static u64 ms_to_jiffies(u64 ms, u64 jiffies_now, u64 ns_now)
+{
+	u64 dns = clock_delta(ns_now, init_ns);
+
+	if (dns < 1000000000ULL)
+		return 0;
+	return ms * 1000000ULL * (jiffies_now - init_jiffies) / dns;
+}
+
+/*
+ * The starvation guard. Every FP_GUARD_MS, look through this CPU's DSQ and
+ * move any task that has been runnable for FP_STARVE_MS without running to
+ * the local DSQ, where it runs before anything else, up to FP_GUARD_BATCH
+ * at a time. The walk goes from the tail: when many tasks have waited that
+ * long (a storm), the ones at the head run soon anyway, and the tail is
+ * where vtime order leaves a task longest (the sleeper storm got us ejected
+ * with "khugepaged[41] failed to run for 14.748s" while the guard, walking
+ * from the head, kept rescuing the first eight). p->scx.runnable_at is what the kernel's watchdog checks: when
+ * the task last became runnable after running. Costs one compare per
+ * dispatch, and one walk of the DSQ per FP_GUARD_MS.
+ */
+static u32 guard_starved(s32 cpu, u64 now)
+{
+	struct fp_cpu *cctx = cpu_ctx(cpu);
+	u64 jiffies_now, starve;
+	struct task_struct *p;
+	u32 n = 0;
+
+	if (clock_delta(now, cctx->guard_at) < FP_GUARD_MS * 1000000ULL)
+		return 0;
+	cctx->guard_at = now;
+
+	jiffies_now = bpf_jiffies64();
+	starve = ms_to_jiffies(FP_STARVE_MS, jiffies_now, bpf_ktime_get_ns());
+	if (!starve)
+		return 0;
+
+	bpf_for_each(scx_dsq, p, cpu, SCX_DSQ_ITER_REV) {
+		if (!time_after(jiffies_now, p->scx.runnable_at + starve))
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			stat_inc(FP_STAT_STARVE_RESCUE);
+			if (++n >= FP_GUARD_BATCH)
+				break;
+		}
+	}
+	return n;
+}
+
+/*
+ * @prev's vtime including what it ran since ops.running(): the core has not
+ * called ops.stopping() yet when it asks ops.dispatch() for a successor.
+ */
+static u64 running_vtime(struct task_struct *prev, s32 cpu)
+{
+	struct fp_cpu *cctx = cpu_ctx(cpu);
+	struct task_ctx *tctx = lookup_task_ctx(prev);
+	u64 used;
+
+	if (!tctx)
+		return cctx->vmin;
+	used = prev->se.sum_exec_runtime - cctx->curr_sum_start;
+	return tctx->vtime + used * 100 / (cctx->curr_weight ?: 1);
 }
 
 /*
@@ -633,7 +831,7 @@ static bool idle_hold(s32 cpu)
 	start = bpf_ktime_get_ns();
 	bpf_for(i, 0, 1 << 20) {
 		if (scx_bpf_dsq_nr_queued(cpu)) {
-			caught = consume(cpu);
+			caught = scx_bpf_dsq_move_to_local(cpu, 0);
 			if (caught)
 				break;
 		}
@@ -649,6 +847,7 @@ static bool idle_hold(s32 cpu)
 
 	if (caught) {
 		stat_inc(FP_STAT_HOLD_CAUGHT);
+		stat_inc(FP_STAT_DISP_CPU_DSQ);
 		cctx->hold_expired_at = 0;
 	} else {
 		stat_inc(FP_STAT_HOLD_EXPIRED);
@@ -675,15 +874,50 @@ static void adapt_hold_window(struct fp_cpu *cctx, u64 now)
 	cctx->hold_expired_at = 0;
 }
 
+/*
+ * Who runs next on @cpu:
+ *  1. the tasks the starvation guard finds waiting too long, if any;
+ *  2. @prev again, if it is still runnable and still behind (or level
+ *     with) the head of this CPU's DSQ in vtime: it has not had its share
+ *     yet. (The core asks for a successor at the end of every slice; taking
+ *     the head then would be round robin, whatever the weights.)
+ *  3. the head of this CPU's DSQ;
+ *  4. the lowest-vtime head of another CPU's DSQ;
+ *  5. @prev again if it is still runnable, else a brief idle hold.
+ */
 void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 {
-	if (FP_BRANCH(FP_BR_DISPATCH_CONSUMED, consume(cpu)))
+	struct fp_cpu *cctx = cpu_ctx(cpu);
+	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
+	struct task_struct *head;
+	u64 now = scx_bpf_now();
+
+	/* Whoever kicked us has been served: this is the reschedule. */
+	if (READ_ONCE(cctx->kicked))
+		WRITE_ONCE(cctx->kicked, 0);
+
+	if (guard_starved(cpu, now))
+		return;
+
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (head) {
+		if (prev_runnable && can_run_on(prev, cpu) &&
+		    !time_before(head->scx.dsq_vtime, running_vtime(prev, cpu))) {
+			scx_bpf_task_set_slice(prev, slice_ns);
+			stat_inc(FP_STAT_KEEP_FAIR);
+			return;
+		}
+		if (FP_BRANCH(FP_BR_DISPATCH_CONSUMED, scx_bpf_dsq_move_to_local(cpu, 0))) {
+			stat_inc(FP_STAT_DISP_CPU_DSQ);
+			return;
+		}
+	}
+	if (steal(cpu))
 		return;
 
 	/* Nothing else wants this CPU: let prev run another slice. */
-	if (FP_BRANCH(FP_BR_DISPATCH_KEEP_PREV,
-		      prev && (prev->scx.flags & SCX_TASK_QUEUED))) {
-		prev->scx.slice = slice_ns;
+	if (FP_BRANCH(FP_BR_DISPATCH_KEEP_PREV, prev_runnable)) {
+		scx_bpf_task_set_slice(prev, slice_ns);
 		stat_inc(FP_STAT_KEEP_PREV);
 		return;
 	}
@@ -693,19 +927,70 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 		idle_hold(cpu);
 }
 
+/*
+ * sched_yield(). Without ops.yield the core zeroes the slice, and the task
+ * goes through ops.dispatch(), ops.stopping(), ops.enqueue() and
+ * ops.running() only to be picked again when nothing else waits. With
+ * fast_yield that round trip is skipped when this CPU's DSQ is empty; when
+ * something waits, the yielder gives up its slice and goes behind it.
+ */
+bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct *to)
+{
+	struct task_struct *head;
+	struct task_ctx *tctx;
+	s32 cpu;
+
+	if (to)
+		return false;
+
+	cpu = scx_bpf_task_cpu(from);
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (fast_yield && !head && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL)) {
+		stat_inc(FP_STAT_YIELD_KEPT);
+		return false;
+	}
+	tctx = lookup_task_ctx(from);
+	if (tctx && head && time_before(tctx->vtime, head->scx.dsq_vtime))
+		tctx->vtime = head->scx.dsq_vtime;
+	scx_bpf_task_set_slice(from, 0);
+	stat_inc(FP_STAT_YIELD_GIVEN);
+	return false;
+}
+
+/*
+ * Advance @cpu's clock to the lowest vtime among @vtime (the task starting
+ * to run) and the head of its DSQ, if that is ahead of it.
+ */
+static __always_inline void advance_vmin(struct fp_cpu *cctx, s32 cpu, u64 vtime)
+{
+	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	u64 step = compact_layout ? slice_ns / 16 : 0;
+
+	if (head && time_before(head->scx.dsq_vtime, vtime))
+		vtime = head->scx.dsq_vtime;
+	if (time_before(cctx->vmin + step, vtime))
+		WRITE_ONCE(cctx->vmin, vtime);
+}
+
 void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 {
-	struct fp_cpu *cctx = cpu_ctx(bpf_get_smp_processor_id());
+	s32 cpu = bpf_get_smp_processor_id();
+	struct fp_cpu *cctx = cpu_ctx(cpu);
 	struct task_ctx *tctx = lookup_task_ctx(p);
-	u64 vtime = tctx ? tctx->vtime : READ_ONCE(vtime_now);
-	u64 now = scx_bpf_now(), step = compact_layout ? slice_ns / 16 : 0;
+	u64 vtime, now = scx_bpf_now();
 
-	if (time_before(READ_ONCE(vtime_now) + step, vtime))
-		WRITE_ONCE(vtime_now, vtime);
+	/* A task inserted straight into a local DSQ was never placed. */
+	if (tctx) {
+		place_task(p, tctx, cpu);
+		vtime = tctx->vtime;
+	} else {
+		vtime = cctx->vmin;
+	}
+	advance_vmin(cctx, cpu, vtime);
 
 	cctx->curr_vtime = vtime;
 	cctx->curr_started = now;
-	cctx->curr_weight = p->scx.weight;
+	cctx->curr_weight = tctx ? task_weight(p, tctx) : 100;
 	WRITE_ONCE(cctx->curr_busy, 1);
 	if (FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked)))
 		WRITE_ONCE(cctx->kicked, 0);
@@ -727,21 +1012,33 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 
 	/*
 	 * The core updated se.sum_exec_runtime just before calling us, so the
-	 * time used needs no clock read here.
+	 * time used needs no clock read here. The weight is the one
+	 * ops.running() recorded for this run.
 	 */
 	used = p->se.sum_exec_runtime - cctx->curr_sum_start;
-	tctx->vtime += scale_by_task_weight_inverse(p, used);
+	tctx->vtime += used * 100 / (cctx->curr_weight ?: 1);
 
-	/* The rq clock the core just updated: no new clock read either. */
-	if (!runnable)
-		tctx->slept_at = scx_bpf_now();
+	/* Blocking: remember how far behind (or ahead) it was, bounded. */
+	if (!runnable) {
+		s64 lag = (s64)(cctx->vmin - tctx->vtime);
+		s64 max = FP_LAG_SLICES * slice_ns;
+
+		tctx->lag = lag > max ? max : (lag < -max ? -max : lag);
+		tctx->asleep = 1;
+	}
 }
 
 s32 BPF_STRUCT_OPS(fastpath_init_task, struct task_struct *p,
 		   struct scx_init_task_args *args)
 {
-	if (!bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+	struct task_ctx *tctx;
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tctx)
 		return -ENOMEM;
+	tctx->cg_weight = FP_CGROUP_WEIGHT_DFL;
+	if (args->cgroup)
+		task_set_cgroup(tctx, args->cgroup);
 	return 0;
 }
 
@@ -750,15 +1047,65 @@ void BPF_STRUCT_OPS(fastpath_enable, struct task_struct *p)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
 	if (tctx) {
-		tctx->vtime = READ_ONCE(vtime_now);
-		tctx->slept_at = scx_bpf_now();
+		tctx->cpu = scx_bpf_task_cpu(p);
+		tctx->vtime = cpu_vmin(tctx->cpu);
+		tctx->asleep = 0;
 	}
+}
+
+/* ------------------------------------------------------------------------
+ * cgroups: cpu.weight (systemd's CPUWeight=).
+ * ------------------------------------------------------------------------ */
+
+static void set_cgroup_weight(struct cgroup *cgrp, u32 weight)
+{
+	u64 cgid = cgrp->kn->id;
+
+	bpf_map_update_elem(&cgroup_weights, &cgid, &weight, BPF_ANY);
+	__sync_fetch_and_add(&cgroup_gen, 1);
+	stat_inc(FP_STAT_CGROUP_WEIGHT);
+}
+
+s32 BPF_STRUCT_OPS(fastpath_cgroup_init, struct cgroup *cgrp,
+		   struct scx_cgroup_init_args *args)
+{
+	if (args->weight != FP_CGROUP_WEIGHT_DFL)
+		set_cgroup_weight(cgrp, args->weight);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(fastpath_cgroup_exit, struct cgroup *cgrp)
+{
+	u64 cgid = cgrp->kn->id;
+
+	bpf_map_delete_elem(&cgroup_weights, &cgid);
+}
+
+void BPF_STRUCT_OPS(fastpath_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	set_cgroup_weight(cgrp, weight);
+}
+
+void BPF_STRUCT_OPS(fastpath_cgroup_move, struct task_struct *p,
+		    struct cgroup *from, struct cgroup *to)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	if (tctx)
+		task_set_cgroup(tctx, to);
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(fastpath_init)
 {
 	s32 cpu, ret;
 
+	nr_cpu_ids = scx_bpf_nr_cpu_ids();
+	init_jiffies = bpf_jiffies64();
+	init_ns = bpf_ktime_get_ns();
+	if (nr_cpu_ids > FP_MAX_CPUS) {
+		scx_bpf_error("%u CPU ids, at most %d supported", nr_cpu_ids, FP_MAX_CPUS);
+		return -E2BIG;
+	}
 	bpf_for(cpu, 0, nr_cpu_ids) {
 		ret = scx_bpf_create_dsq(cpu, -1);
 		if (ret) {
@@ -793,15 +1140,20 @@ int fp_sample_queued(void *ctx)
 }
 
 SCX_OPS_DEFINE(fastpath_ops,
-	       .select_cpu	= (void *)fastpath_select_cpu,
-	       .enqueue		= (void *)fastpath_enqueue,
-	       .dispatch	= (void *)fastpath_dispatch,
-	       .running		= (void *)fastpath_running,
-	       .stopping	= (void *)fastpath_stopping,
-	       .init_task	= (void *)fastpath_init_task,
-	       .enable		= (void *)fastpath_enable,
-	       .init		= (void *)fastpath_init,
-	       .exit		= (void *)fastpath_exit,
-	       .flags		= SCX_OPS_ENQ_MIGRATION_DISABLED,
-	       .timeout_ms	= FP_TIMEOUT_MS,
-	       .name		= "fastpath");
+	       .select_cpu		= (void *)fastpath_select_cpu,
+	       .enqueue			= (void *)fastpath_enqueue,
+	       .dispatch		= (void *)fastpath_dispatch,
+	       .yield			= (void *)fastpath_yield,
+	       .running			= (void *)fastpath_running,
+	       .stopping		= (void *)fastpath_stopping,
+	       .init_task		= (void *)fastpath_init_task,
+	       .enable			= (void *)fastpath_enable,
+	       .cgroup_init		= (void *)fastpath_cgroup_init,
+	       .cgroup_exit		= (void *)fastpath_cgroup_exit,
+	       .cgroup_set_weight	= (void *)fastpath_cgroup_set_weight,
+	       .cgroup_move		= (void *)fastpath_cgroup_move,
+	       .init			= (void *)fastpath_init,
+	       .exit			= (void *)fastpath_exit,
+	       .flags			= SCX_OPS_ENQ_MIGRATION_DISABLED,
+	       .timeout_ms		= FP_TIMEOUT_MS,
+	       .name			= "fastpath");
