@@ -319,6 +319,40 @@ test_hold_races() {
 # exposed the vtime-floor starvation (README, "How it schedules").
 test_sleeper_storm() { HOLD_US=0 test_hold_races; }
 
+# 1,000 CPU hogs confined to one CPU by taskset, started by an unprivileged
+# user (anyone can): a round over them takes seconds however short the
+# slices (a CPU notices a used-up slice at its tick), and the kernel's
+# watchdog must still see every one of them run in time. Deep-queue slices
+# must kick in, the scheduler must stay attached, and a sleeper on the
+# other CPU must not notice.
+test_hog_storm() {
+	local m ok=0 n=${STORM_HOGS:-1000} tmp=$WORK/hog_storm
+	m=$(dmesg_mark)
+	mkdir -p "$tmp" && chmod 1777 "$tmp"
+	start_sched || return 1
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		taskset -c 0 stress-ng --temp-path "$tmp" --cpu "$n" --timeout "${STORM_SECS:-30}s" \
+		--metrics-brief >"$WORK/workload.log" 2>&1
+	say "$n hogs on CPU 0 for ${STORM_SECS:-30} s as uid 65534: $(grep -E 'successful run|unsuccessful|failed' "$WORK/workload.log" | tail -n 1)"
+	if ! grep -q 'successful run completed' "$WORK/workload.log"; then
+		say "stress-ng did not complete every worker:"
+		tail -n 5 "$WORK/workload.log" | sed 's/^/    | /'
+		ok=1
+	fi
+	if [ "$(state)" != enabled ] || ! kill -0 "$SCHED_PID" 2>/dev/null; then
+		say "scheduler not attached after the storm (state $(state)): $(grep EXIT "$SCHED_LOG")"
+		ok=1
+	fi
+	kill -INT "$SCHED_PID"
+	wait "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
+	SCHED_PID=
+	say "     $(say_counters slice_short starve_rescue pinned 2>&1 >/dev/null | xargs)"
+	grep -q 'EXIT: unregistered from user space' "$SCHED_LOG" || { say "scheduler was ejected: $(grep EXIT "$SCHED_LOG")"; ok=1; }
+	[ "$(counter_total slice_short)" -gt 0 ] || { say "deep-queue slices never applied"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 layout_workload() { stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 5s --quiet; }
 
 test_compact_layout() {
@@ -336,11 +370,120 @@ test_compact_layout() {
 	return $ok
 }
 
+# ---------------------------------------------------------------------------
+# Weights: nice levels and cgroup cpu.weight split a CPU as the default
+# scheduler splits it.
+# ---------------------------------------------------------------------------
+
+WEIGHT_SECS=${WEIGHT_SECS:-5}
+WEIGHT_CPU=$((NCPU - 1))
+CG=/sys/fs/cgroup
+
+# Start a busy loop on $WEIGHT_CPU with "$@" as its prefix (e.g. nice -n 5,
+# or in_cgroup NAME); prints its pid.
+spinner() {
+	"$@" taskset -c "$WEIGHT_CPU" bash -c 'while :; do :; done' >/dev/null 2>&1 &
+	echo $!
+}
+
+# Run "$@" in cgroup $CG/$1, in place of the calling (sub)shell, so that
+# spinner's $! is the busy loop's pid.
+in_cgroup() {
+	local name=$1
+	shift
+	exec bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$CG/$name" "$@"
+}
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# Two spinners, set up by the prefixes in $1 and $2 (word-split), share one
+# CPU for WEIGHT_SECS; prints the second one's share of their CPU time, %.
+pair_share() {
+	local a b ta tb
+	# shellcheck disable=SC2086
+	a=$(spinner $1)
+	# shellcheck disable=SC2086
+	b=$(spinner $2)
+	sleep 1
+	ta=$(cpu_ticks "$a")
+	tb=$(cpu_ticks "$b")
+	sleep "$WEIGHT_SECS"
+	ta=$(($(cpu_ticks "$a") - ta))
+	tb=$(($(cpu_ticks "$b") - tb))
+	kill "$a" "$b"
+	wait "$a" "$b" 2>/dev/null
+	awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.1f", (a + b) ? 100 * b / (a + b) : -1 }'
+}
+
+# Within 20% (relative) of the default's share, or 1 point, whichever is
+# larger: the tolerance the issue set.
+share_close() {
+	awk -v fp="$1" -v def="$2" 'BEGIN {
+		tol = def * 0.2; if (tol < 1) tol = 1
+		d = fp - def; if (d < 0) d = -d
+		exit !(fp >= 0 && d <= tol)
+	}'
+}
+
+WEIGHT_CASES=(
+	"nice 0 vs nice 19|nice -n 0|nice -n 19"
+	"nice -20 vs nice 0|nice -n -20|nice -n 0"
+	"nice 0 vs nice 5|nice -n 0|nice -n 5"
+	"cgroup cpu.weight 100 vs 300|in_cgroup fp_w100|in_cgroup fp_w300"
+)
+
+# Measure every case under whatever scheduler runs now; fills shares[].
+measure_weights() {
+	local c i=0
+	for c in "${WEIGHT_CASES[@]}"; do
+		IFS='|' read -r _ pa pb <<<"$c"
+		shares[i]=$(pair_share "$pa" "$pb")
+		i=$((i + 1))
+	done
+}
+
+test_weights() {
+	local m ok=0 i c name def=() fp=()
+	local -a shares
+	m=$(dmesg_mark)
+	grep -qw cpu "$CG/cgroup.controllers" 2>/dev/null || { say "no cgroup v2 cpu controller at $CG"; return 1; }
+	echo +cpu >"$CG/cgroup.subtree_control" || return 1
+	mkdir -p "$CG/fp_w100" "$CG/fp_w300"
+	echo 100 >"$CG/fp_w100/cpu.weight"
+	echo 300 >"$CG/fp_w300/cpu.weight"
+
+	[ "$(state)" = disabled ] || { say "state $(state), want disabled for the default's run"; return 1; }
+	measure_weights
+	def=("${shares[@]}")
+	start_sched || return 1
+	measure_weights
+	fp=("${shares[@]}")
+	cleanup_sched
+	# fp_w300's weight reached the scheduler (ops.cgroup_init).
+	say "cgroup_weight=$(counter_total cgroup_weight) (cgroup weights the scheduler was given)"
+	[ "$(counter_total cgroup_weight)" -ge 1 ] || ok=1
+
+	say "two busy loops on CPU $WEIGHT_CPU, ${WEIGHT_SECS} s each; share of the second, default vs fastpath:"
+	for i in "${!WEIGHT_CASES[@]}"; do
+		c=${WEIGHT_CASES[i]}
+		name=${c%%|*}
+		if share_close "${fp[i]}" "${def[i]}"; then
+			say "  $name: ${def[i]}% vs ${fp[i]}%: ok"
+		else
+			say "  $name: ${def[i]}% vs ${fp[i]}%: NOT within 20% / 1 point"
+			ok=1
+		fi
+	done
+	rmdir "$CG/fp_w100" "$CG/fp_w300" 2>/dev/null
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 printf 'guest: kernel %s, %d CPUs, sched_ext state %s\n' "$(uname -r)" "$NCPU" "$(state)"
 boot_mark=0
 
 # TESTS="name ..." runs a subset.
-for t in ${TESTS:-attach mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout sleeper_storm hold_races}; do
+for t in ${TESTS:-attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout sleeper_storm hold_races hog_storm}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
 	run_test "$t" "test_$t"
 done
