@@ -60,7 +60,7 @@ const volatile u64 wakeup_gran_ns = 1000ULL * 1000;
 const volatile bool pinned_fastpath = true;
 const volatile bool cheap_wakeup = true;
 const volatile bool fast_yield = true;
-const volatile bool sync_wake = true;
+const volatile bool sync_wake;
 const volatile u64 idle_hold_ns;
 const volatile bool compact_layout = true;
 
