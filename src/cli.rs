@@ -26,9 +26,10 @@ pub struct Opts {
     pub slice_us: u64,
 
     /// Wakeup granularity in microseconds: a waking task preempts the task
-    /// running on its CPU only when that one is behind it in virtual time by
-    /// more than this. 0 preempts whenever it is behind at all (which made a
-    /// pipe or message-queue producer switch once per message).
+    /// running on its CPU only when that one has run this long and is behind
+    /// it in virtual time by more than this. 0 preempts whenever it is
+    /// behind at all (which made a pipe or message-queue producer switch
+    /// once per message).
     #[arg(
         long,
         value_name = "US",

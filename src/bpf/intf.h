@@ -127,7 +127,7 @@ enum fp_stat_idx {
 	/* Kicks sent by ops.enqueue(). */
 	FP_STAT_KICK_IDLE,	/* an idle CPU was woken for a task that skipped select_cpu */
 	FP_STAT_WAKE_PREEMPT,	/* a waking task preempted a CPU whose task was behind it */
-	FP_STAT_WAKE_NO_PREEMPT,	/* a waking task was ahead, but by less than --wakeup-gran-us */
+	FP_STAT_WAKE_NO_PREEMPT,	/* no preemption: the running task ran less than --wakeup-gran-us, or is not that far behind */
 
 	/* ops.yield(). */
 	FP_STAT_YIELD_KEPT,	/* sched_yield() with nothing waiting: the task went on */

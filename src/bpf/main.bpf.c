@@ -378,8 +378,9 @@ static __always_inline u64 task_vtime(struct task_struct *p, s32 cpu)
 }
 
 /*
- * Preempt @cpu for waking task @p if the task running there is behind @p in
- * virtual time, counting its runtime so far, by more than --wakeup-gran-us.
+ * Preempt @cpu for waking task @p if the task running there has run for at
+ * least --wakeup-gran-us and is behind @p in virtual time, counting its
+ * runtime so far, by more than that.
  * Without the margin nearly every wakeup preempted: a producer and a
  * consumer (a pipe, a message queue) then switch once per message, where
  * letting the producer run on batches the messages.
@@ -404,6 +405,19 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 
 	weight = READ_ONCE(cctx->curr_weight) ?: 100;
 	ran = clock_delta(now, READ_ONCE(cctx->curr_started));
+
+	/*
+	 * Whoever runs keeps the CPU for at least --wakeup-gran-us of real
+	 * time. A nice-19 task's vtime races ahead (a microsecond of CPU is
+	 * a hundred in vtime), so without this floor every wakeup preempted
+	 * it within microseconds: khugepaged, preempted inside an RCU
+	 * read-side section, made no progress for 21 s and the kernel
+	 * ejected us for an RCU stall (mixed_load).
+	 */
+	if (ran < wakeup_gran_ns) {
+		stat_inc(FP_STAT_WAKE_NO_PREEMPT);
+		return;
+	}
 	curr_vtime = READ_ONCE(cctx->curr_vtime) + ran * 100 / weight;
 
 	if (!FP_BRANCH(FP_BR_PREEMPT_BEHIND, time_before(vtime, curr_vtime)))
