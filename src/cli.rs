@@ -45,6 +45,12 @@ pub struct Opts {
     #[arg(long)]
     pub sync_wake: bool,
 
+    /// A wakee entitled to preempt a task that has not yet run
+    /// --wakeup-gran-us waits for the end of that task's slice, instead of
+    /// having a timer preempt it as soon as it has.
+    #[arg(long)]
+    pub no_deferred_preempt: bool,
+
     /// sched_yield() with nothing else waiting on the CPU goes through the
     /// whole dispatch/stop/enqueue/run round trip, as without ops.yield (by
     /// default the yielding task just goes on).
@@ -123,9 +129,10 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} sync_wake={} fast_yield={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} deferred_preempt={} sync_wake={} fast_yield={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
+            on_off(!self.no_deferred_preempt),
             on_off(self.sync_wake),
             on_off(!self.no_fast_yield),
             on_off(!self.no_pinned_fastpath),
@@ -155,6 +162,7 @@ mod tests {
         assert!(d.contains("wakeup_gran_us=1000"), "{d}");
         assert!(d.contains("fast_yield=on"), "{d}");
         assert!(d.contains("sync_wake=off"), "{d}");
+        assert!(d.contains("deferred_preempt=on"), "{d}");
     }
 
     #[test]

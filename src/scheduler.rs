@@ -68,6 +68,7 @@ impl<'obj> Scheduler<'obj> {
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.wakeup_gran_ns = opts.wakeup_gran_us * 1000;
         rodata.fast_yield = !opts.no_fast_yield;
+        rodata.deferred_preempt = !opts.no_deferred_preempt;
         rodata.sync_wake = opts.sync_wake;
         rodata.pinned_fastpath = !opts.no_pinned_fastpath;
         rodata.cheap_wakeup = !opts.no_cheap_wakeup;

@@ -198,7 +198,7 @@ test_errors() {
 # leaves the loader's log (with its totals line) in $SCHED_LOG.
 run_under_sched() {
 	# shellcheck disable=SC2086
-	start_sched $SCHED_ARGS || return 1
+	start_sched ${SCHED_ARGS:-} || return 1
 	"$@" >"$WORK/workload.log" 2>&1
 	local rc=$?
 	kill -INT "$SCHED_PID"
@@ -487,7 +487,37 @@ boot_mark=0
 # the scheduler ejected in 1 of 2 runs ("watchdog failed to check in for
 # 10.008s"), cause not found yet (README, Known issues); TESTS=hold_races
 # runs it.
-for t in ${TESTS:-attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout sleeper_storm hog_storm}; do
+# Deferred wakeup preemption: a periodic SCHED_OTHER sleeper (cyclictest,
+# 1 ms period) against a CPU hog on the same CPU. With the timer, a wakeup
+# that comes before the hog has had --wakeup-gran-us arms it and the timer
+# preempts the hog (wake_deferred, wake_defer_kick); with
+# --no-deferred-preempt neither counter can move.
+defer_workload() {
+	taskset -c 0 stress-ng --temp-path "$WORK" --cpu 1 --timeout 12s --quiet &
+	local hog=$!
+	sleep 0.5
+	taskset -c 0 cyclictest --policy=other -i 1000 -t 1 -q -D 8
+	kill "$hog" 2>/dev/null
+	wait "$hog" 2>/dev/null
+	return 0
+}
+
+test_deferred_preempt() {
+	local m ok=0
+	m=$(dmesg_mark)
+	SCHED_ARGS="" run_under_sched defer_workload || return 1
+	say "on:  cyclictest vs a hog on CPU 0: $(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
+	say_counters wake_deferred wake_defer_kick wake_preempt >/dev/null
+	[ "$(counter_total wake_deferred)" -gt 0 ] || { say "no preemption was deferred"; ok=1; }
+	[ "$(counter_total wake_defer_kick)" -gt 0 ] || { say "no deferred preemption kicked"; ok=1; }
+	SCHED_ARGS="--no-deferred-preempt" run_under_sched defer_workload || return 1
+	say "off: cyclictest vs a hog on CPU 0: $(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
+	[ "$(say_counters wake_deferred wake_defer_kick)" -eq 0 ] || { say "deferred preemption with the switch off"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+for t in ${TESTS:-attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout deferred_preempt sleeper_storm hog_storm}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
 	run_test "$t" "test_$t"
 done

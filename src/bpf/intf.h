@@ -59,15 +59,14 @@ enum fp_consts {
 
 	/*
 	 * Starvation guard: every FP_GUARD_MS each CPU looks through its DSQ
-	 * and runs any task that has been runnable for FP_STARVE_MS without
-	 * running (a tenth of the watchdog timeout), at most FP_GUARD_BATCH
-	 * per look. Weighted fairness alone cannot bound waits: a nice-19
-	 * task that ran one slice is a hundred slices ahead in vtime, which
-	 * hundreds of runnable tasks take minutes to catch up with.
+	 * and runs every task that has been runnable for FP_STARVE_MS without
+	 * running (a tenth of the watchdog timeout). Weighted fairness alone
+	 * cannot bound waits: a nice-19 task that ran one slice is a hundred
+	 * slices ahead in vtime, which hundreds of runnable tasks take minutes
+	 * to catch up with.
 	 */
 	FP_STARVE_MS		= 1000,
 	FP_GUARD_MS		= 100,
-	FP_GUARD_BATCH		= 64,
 
 	/*
 	 * Deep-queue slices: with more than FP_DEEP_QUEUE tasks waiting on a
@@ -128,6 +127,9 @@ enum fp_stat_idx {
 	FP_STAT_KICK_IDLE,	/* an idle CPU was woken for a task that skipped select_cpu */
 	FP_STAT_WAKE_PREEMPT,	/* a waking task preempted a CPU whose task was behind it */
 	FP_STAT_WAKE_NO_PREEMPT,	/* no preemption: the running task ran less than --wakeup-gran-us, or is not that far behind */
+	FP_STAT_WAKE_DEFERRED,	/* the running task had not had --wakeup-gran-us yet: a timer will preempt it when it has */
+	FP_STAT_WAKE_DEFER_KICK,	/* ... and the timer preempted it (the same run was still going on) */
+	FP_STAT_WAKE_KTHREAD_KEPT,	/* no preemption: the CPU runs a kernel thread, which keeps it to the end of its slice */
 
 	/* ops.yield(). */
 	FP_STAT_YIELD_KEPT,	/* sched_yield() with nothing waiting: the task went on */

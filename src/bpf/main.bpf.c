@@ -60,6 +60,7 @@ const volatile u64 wakeup_gran_ns = 1000ULL * 1000;
 const volatile bool pinned_fastpath = true;
 const volatile bool cheap_wakeup = true;
 const volatile bool fast_yield = true;
+const volatile bool deferred_preempt = true;
 const volatile bool sync_wake;
 const volatile u64 idle_hold_ns;
 const volatile bool compact_layout = true;
@@ -111,7 +112,7 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		sixteenth of a slice (a reference that lags by that much
  *		changes no decision, and the line stays shared-clean between
  *		writes); every enqueue onto the CPU reads it.
- *   curr_vtime, curr_started, curr_weight, curr_busy
+ *   curr_vtime, curr_started, curr_weight, curr_busy, curr_kthread
  *	ops.running()/stopping() write; enqueue's preempt_if_behind() reads.
  *   holding	idle_hold() writes; select_cpu() and the enqueue of a
  *		redirected wakeup read.
@@ -134,9 +135,10 @@ struct fp_cpu {
 	u64 curr_started;
 	u32 curr_weight;
 	u32 curr_busy;
+	u32 curr_kthread;
 	u32 holding;
 	u32 kicked;
-	u8 __pad0[FP_CACHELINE - 40];
+	u8 __pad0[FP_CACHELINE - 44];
 
 	/* line 1: private */
 	u64 curr_sum_start;
@@ -378,6 +380,68 @@ static __always_inline u64 task_vtime(struct task_struct *p, s32 cpu)
 }
 
 /*
+ * Deferred wakeup preemption. A wakee that may preempt a CPU's task only
+ * once that task has had its --wakeup-gran-us would otherwise wait for the
+ * end of the task's whole slice (nothing looks again before then): a
+ * periodic sleeper against a CPU hog waited most of a slice one wakeup in
+ * five. Instead, a timer per CPU kicks it when the floor has passed, if the
+ * same run is still going on (curr_started unchanged) and nobody kicked it
+ * meanwhile.
+ */
+struct fp_defer {
+	struct bpf_timer timer;
+	u64 started;	/* curr_started of the run to preempt */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FP_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct fp_defer);
+} defer_timers SEC(".maps");
+
+static int defer_fire(void *map, u32 *key, struct fp_defer *d)
+{
+	s32 cpu = *key & (FP_MAX_CPUS - 1);
+	struct fp_cpu *cctx = cpu_ctx(cpu);
+
+	if (READ_ONCE(cctx->curr_started) != READ_ONCE(d->started) ||
+	    !READ_ONCE(cctx->curr_busy) || READ_ONCE(cctx->kicked))
+		return 0;
+	WRITE_ONCE(cctx->kicked, 1);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	stat_inc(FP_STAT_WAKE_DEFER_KICK);
+	return 0;
+}
+
+static void defer_preempt(s32 cpu, u64 started, u64 delay)
+{
+	u32 key = cpu;
+	struct fp_defer *d = bpf_map_lookup_elem(&defer_timers, &key);
+
+	if (!d)
+		return;
+	/* A second wakeup for the same run re-arms it for the same time. */
+	WRITE_ONCE(d->started, started);
+	if (!bpf_timer_start(&d->timer, delay, 0))
+		stat_inc(FP_STAT_WAKE_DEFERRED);
+}
+
+static s32 init_defer_timer(s32 cpu)
+{
+	u32 key = cpu;
+	struct fp_defer *d = bpf_map_lookup_elem(&defer_timers, &key);
+	s32 ret;
+
+	if (!d)
+		return -ENOENT;
+	ret = bpf_timer_init(&d->timer, &defer_timers, CLOCK_MONOTONIC);
+	if (ret)
+		return ret;
+	return bpf_timer_set_callback(&d->timer, defer_fire);
+}
+
+/*
  * Preempt @cpu for waking task @p if the task running there has run for at
  * least --wakeup-gran-us and is behind @p in virtual time, counting its
  * runtime so far, by more than that.
@@ -388,7 +452,7 @@ static __always_inline u64 task_vtime(struct task_struct *p, s32 cpu)
 static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
-	u64 curr_vtime, ran;
+	u64 curr_vtime, started, ran, at, need;
 	u32 weight;
 
 	/*
@@ -403,29 +467,50 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 		return;
 	}
 
+	/*
+	 * A kernel thread is never preempted by a wakeup: it runs until its
+	 * slice ends or it blocks, as with the kernel's lazy preemption,
+	 * where a wakeup preempts kernel code only at the next tick. Kernel
+	 * threads hold locks and RCU read-side sections that others wait
+	 * on: khugepaged (nice 19), preempted within a millisecond of every
+	 * turn inside an RCU read-side section, made too little progress in
+	 * 21 s and the kernel ejected us for an RCU stall (mixed_load).
+	 */
+	if (READ_ONCE(cctx->curr_kthread)) {
+		stat_inc(FP_STAT_WAKE_KTHREAD_KEPT);
+		return;
+	}
+
+	started = READ_ONCE(cctx->curr_started);
 	weight = READ_ONCE(cctx->curr_weight) ?: 100;
-	ran = clock_delta(now, READ_ONCE(cctx->curr_started));
+	ran = clock_delta(now, started);
 
 	/*
-	 * Whoever runs keeps the CPU for at least --wakeup-gran-us of real
-	 * time. A nice-19 task's vtime races ahead (a microsecond of CPU is
-	 * a hundred in vtime), so without this floor every wakeup preempted
-	 * it within microseconds: khugepaged, preempted inside an RCU
-	 * read-side section, made no progress for 21 s and the kernel
-	 * ejected us for an RCU stall (mixed_load).
+	 * When, counted from the start of its run, the running task will be
+	 * behind the wakee by --wakeup-gran-us in vtime (at its weight, real
+	 * time goes 100 / weight times as fast in vtime); never before it has
+	 * run that long in real time either. A nice-19 task's vtime races
+	 * ahead (a microsecond of CPU is a hundred in vtime), so without that
+	 * floor every wakeup preempted it within microseconds.
 	 */
-	if (ran < wakeup_gran_ns) {
-		stat_inc(FP_STAT_WAKE_NO_PREEMPT);
-		return;
-	}
-	curr_vtime = READ_ONCE(cctx->curr_vtime) + ran * 100 / weight;
-
-	if (!FP_BRANCH(FP_BR_PREEMPT_BEHIND, time_before(vtime, curr_vtime)))
-		return;
+	curr_vtime = READ_ONCE(cctx->curr_vtime);
+	at = wakeup_gran_ns;
 	if (time_before(curr_vtime, vtime + wakeup_gran_ns)) {
+		need = (vtime + wakeup_gran_ns - curr_vtime) * weight / 100;
+		if (need > at)
+			at = need;
+	}
+
+	if (FP_BRANCH(FP_BR_PREEMPT_BEHIND, at <= ran))
+		goto kick;
+	/* Its slice ends first: ops.dispatch() decides then. */
+	if (!deferred_preempt || at - ran >= slice_ns) {
 		stat_inc(FP_STAT_WAKE_NO_PREEMPT);
 		return;
 	}
+	defer_preempt(cpu, started, at - ran);
+	return;
+kick:
 	WRITE_ONCE(cctx->kicked, 1);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	stat_inc(FP_STAT_WAKE_PREEMPT);
@@ -766,43 +851,47 @@ static u64 ms_to_jiffies(u64 ms, u64 jiffies_now, u64 ns_now)
 }
 
 /*
- * The starvation guard. Every FP_GUARD_MS, look through this CPU's DSQ and
- * move any task that has been runnable for FP_STARVE_MS without running to
- * the local DSQ, where it runs before anything else, up to FP_GUARD_BATCH
- * at a time. The walk goes from the tail: when many tasks have waited that
- * long (a storm), the ones at the head run soon anyway, and the tail is
- * where vtime order leaves a task longest (the sleeper storm got us ejected
- * with "khugepaged[41] failed to run for 14.748s" while the guard, walking
- * from the head, kept rescuing the first eight). p->scx.runnable_at is what the kernel's watchdog checks: when
- * the task last became runnable after running. Costs one compare per
+ * The starvation guard. Every FP_GUARD_MS, walk this CPU's DSQ from the head
+ * and move every task that has been runnable for FP_STARVE_MS without
+ * running to the local DSQ, where they run in that order, one slice each,
+ * before anything else. p->scx.runnable_at is what the kernel's watchdog
+ * checks: when the task last became runnable after running.
+ *
+ * All of them, not a batch: an earlier guard moved at most 64 per look,
+ * from the tail, and returned. Under the sleeper storm, running a batch took
+ * longer than FP_GUARD_MS, so every ops.dispatch() found the guard due, the
+ * head of the DSQ was never taken, and the kworker waiting there (the lowest
+ * vtime of all) starved for 10 s ("kworker/1:1 failed to run for 10.016s").
+ * Moving every starved task bounds any wait to about FP_STARVE_MS plus one
+ * round over the rescued, which is one slice each. Costs one compare per
  * dispatch, and one walk of the DSQ per FP_GUARD_MS.
  */
-static u32 guard_starved(s32 cpu, u64 now)
+static bool guard_starved(s32 cpu, u64 now)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
 	u64 jiffies_now, starve;
 	struct task_struct *p;
-	u32 n = 0;
+	bool moved = false;
 
 	if (clock_delta(now, cctx->guard_at) < FP_GUARD_MS * 1000000ULL)
-		return 0;
+		return false;
 	cctx->guard_at = now;
 
 	jiffies_now = bpf_jiffies64();
 	starve = ms_to_jiffies(FP_STARVE_MS, jiffies_now, bpf_ktime_get_ns());
 	if (!starve)
-		return 0;
+		return false;
 
-	bpf_for_each(scx_dsq, p, cpu, SCX_DSQ_ITER_REV) {
+	/* A flag, not a count: the verifier's walk of the loop converges. */
+	bpf_for_each(scx_dsq, p, cpu, 0) {
 		if (!time_after(jiffies_now, p->scx.runnable_at + starve))
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
 			stat_inc(FP_STAT_STARVE_RESCUE);
-			if (++n >= FP_GUARD_BATCH)
-				break;
+			moved = true;
 		}
 	}
-	return n;
+	return moved;
 }
 
 /*
@@ -1006,6 +1095,7 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	cctx->curr_started = now;
 	cctx->curr_weight = tctx ? task_weight(p, tctx) : 100;
 	WRITE_ONCE(cctx->curr_busy, 1);
+	WRITE_ONCE(cctx->curr_kthread, !!(p->flags & PF_KTHREAD));
 	if (FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked)))
 		WRITE_ONCE(cctx->kicked, 0);
 
@@ -1127,6 +1217,11 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fastpath_init)
 			return ret;
 		}
 		cpu_ctx(cpu)->hold_window_ns = idle_hold_ns;
+		ret = init_defer_timer(cpu);
+		if (ret) {
+			scx_bpf_error("failed to set up CPU %d's preemption timer: %d", cpu, ret);
+			return ret;
+		}
 	}
 	return 0;
 }
