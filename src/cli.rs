@@ -99,9 +99,21 @@ pub struct Opts {
     #[arg(long)]
     pub no_compact_layout: bool,
 
-    /// Print a line of scheduler counters every SECS seconds (0: off).
-    #[arg(long, value_name = "SECS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=3600))]
-    pub stats: u64,
+    /// Print a line of scheduler counters every SECS seconds (fractions
+    /// allowed; 0: off). The same figures are always served on the
+    /// scx_stats socket, /var/run/scx/root/stats.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0, value_parser = parse_secs)]
+    pub stats: f64,
+
+    /// Load nothing: show the running scx_fastpath's figures (from its stats
+    /// socket) every SECS seconds, until Ctrl-C. Waits for one to start.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub monitor: Option<f64>,
+
+    /// With --monitor: one JSON object per sample (the totals, not rates),
+    /// for scripts.
+    #[arg(long, requires = "monitor")]
+    pub json: bool,
 
     /// Bytes of the debug dump the kernel fills in when it ejects the
     /// scheduler (0: the kernel's default size).
@@ -115,6 +127,18 @@ pub struct Opts {
     /// Verbose output: debug messages, including libbpf's. Repeat for more.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// Seconds for --stats and --monitor: a number from 0 to 3600, fractions
+/// allowed.
+fn parse_secs(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(0.0..=3600.0).contains(&v) {
+        return Err(format!("{s} is not in 0..=3600"));
+    }
+    Ok(v)
 }
 
 fn on_off(b: bool) -> &'static str {
@@ -197,5 +221,17 @@ mod tests {
         assert!(Opts::try_parse_from(["scx_fastpath", "--slice-us", "99"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--idle-resume-us", "-1"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--wakeup-gran-us", "100001"]).is_err());
+        assert!(Opts::try_parse_from(["scx_fastpath", "--stats", "-1"]).is_err());
+        assert!(Opts::try_parse_from(["scx_fastpath", "--stats", "x"]).is_err());
+        assert!(Opts::try_parse_from(["scx_fastpath", "--json"]).is_err());
+    }
+
+    #[test]
+    fn seconds_take_fractions() {
+        let o = Opts::parse_from(["scx_fastpath", "--stats", "0.5"]);
+        assert_eq!(o.stats, 0.5);
+        let o = Opts::parse_from(["scx_fastpath", "--monitor", "2", "--json"]);
+        assert_eq!(o.monitor, Some(2.0));
+        assert!(o.json);
     }
 }

@@ -7,12 +7,14 @@ mod cli;
 mod preflight;
 mod scheduler;
 mod stats;
+mod stats_server;
 
 use std::io::IsTerminal;
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -86,7 +88,13 @@ fn main() -> ExitCode {
         print!("{}", stats::describe_counters());
         return ExitCode::SUCCESS;
     }
-    match run(opts) {
+    let res = match opts.monitor {
+        Some(secs) => init_logging(opts.verbose).and_then(|()| {
+            stats_server::monitor(Duration::from_secs_f64(secs.max(0.1)), opts.json)
+        }),
+        None => run(opts),
+    };
+    match res {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("scx_fastpath: error: {e:#}");

@@ -14,7 +14,9 @@ use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::cli::Opts;
 use crate::preflight;
-use crate::stats::{HoldWindows, Snapshot, NR_STATS};
+use crate::stats::{HoldWindows, Metrics, NR_STATS};
+use crate::stats_server;
+use scx_stats::StatsServer;
 
 /// How often the run loop looks at the exit state when no stats are due.
 const POLL: Duration = Duration::from_millis(100);
@@ -27,6 +29,9 @@ pub struct Scheduler<'obj> {
     nr_cpus: usize,
     stats_every: Option<Duration>,
     queued_warned: bool,
+    attached_at: Instant,
+    config: String,
+    stats_server: StatsServer<(), Metrics>,
 }
 
 impl<'obj> Scheduler<'obj> {
@@ -96,7 +101,7 @@ impl<'obj> Scheduler<'obj> {
             env!("CARGO_PKG_VERSION"),
             nr_cpus
         );
-        if opts.stats > 0 {
+        if opts.stats > 0.0 {
             println!("[fastpath] config: {}", opts.describe());
         }
         let ops = preflight::loaded_scheduler()?.unwrap_or_else(|| "none".into());
@@ -105,19 +110,24 @@ impl<'obj> Scheduler<'obj> {
             preflight::sched_ext_state()?
         );
 
+        let stats_server = stats_server::launch()?;
+
         Ok(Self {
             skel,
             struct_ops: Some(struct_ops),
             _idle_resume: idle_resume,
             compact_layout: !opts.no_compact_layout,
             nr_cpus,
-            stats_every: (opts.stats > 0).then(|| Duration::from_secs(opts.stats)),
+            stats_every: (opts.stats > 0.0).then(|| Duration::from_secs_f64(opts.stats)),
             queued_warned: false,
+            attached_at: Instant::now(),
+            config: opts.describe(),
+            stats_server,
         })
     }
 
     /// Sum every CPU's counters, and sample the DSQ depths.
-    fn snapshot(&mut self) -> Result<Snapshot> {
+    fn metrics(&mut self) -> Result<Metrics> {
         // SAFETY (all volatile reads below): the arrays live in BPF maps'
         // mmap()ed memory and BPF programs update them concurrently; a
         // volatile read of an aligned u64 is the sound way to look at them.
@@ -134,7 +144,7 @@ impl<'obj> Scheduler<'obj> {
                     std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&line.s.cnt[i]) })
                 })
                 .collect();
-            Snapshot::from_per_cpu(per_cpu.iter())
+            Metrics::from_per_cpu(per_cpu.iter())
         } else {
             let data = self
                 .skel
@@ -145,8 +155,10 @@ impl<'obj> Scheduler<'obj> {
             let all: [u64; NR_STATS] = std::array::from_fn(|i| unsafe {
                 std::ptr::read_volatile(&data.fp_stats_shared.cnt[i])
             });
-            Snapshot::from_per_cpu([all].iter())
+            Metrics::from_per_cpu([all].iter())
         };
+        snap.at_ms = self.attached_at.elapsed().as_millis() as u64;
+        snap.config.clone_from(&self.config);
 
         let cpus = self
             .skel
@@ -188,8 +200,9 @@ impl<'obj> Scheduler<'obj> {
     /// Run until Ctrl-C/SIGTERM or until the kernel ejects the scheduler;
     /// then detach and report why it exited.
     pub fn run(&mut self, shutdown: &Receiver<()>) -> Result<UserExitInfo> {
-        let mut prev = self.snapshot()?;
+        let mut prev = self.metrics()?;
         let mut prev_at = Instant::now();
+        let (stats_tx, stats_rx) = self.stats_server.channels();
 
         while !uei_exited!(&self.skel, uei) {
             let wait = match self.stats_every {
@@ -200,11 +213,16 @@ impl<'obj> Scheduler<'obj> {
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {}
             }
+            // Clients of the stats socket wait at most one POLL for this.
+            while stats_rx.try_recv().is_ok() {
+                stats_tx
+                    .send(self.metrics()?)
+                    .context("the stats socket's thread is gone")?;
+            }
             if let Some(every) = self.stats_every {
                 if prev_at.elapsed() >= every {
-                    let now = self.snapshot()?;
-                    let line = now.format_line(&prev, prev_at.elapsed());
-                    println!("[fastpath] {line}");
+                    let now = self.metrics()?;
+                    println!("[fastpath] {}", now.format_line(&prev));
                     prev = now;
                     prev_at = Instant::now();
                 }
@@ -212,7 +230,7 @@ impl<'obj> Scheduler<'obj> {
         }
 
         if self.stats_every.is_some() {
-            println!("[fastpath] totals: {}", self.snapshot()?.format_totals());
+            println!("[fastpath] totals: {}", self.metrics()?.format_totals());
         }
         #[cfg(feature = "branch-profile")]
         self.print_branch_profile()?;

@@ -1,8 +1,11 @@
 //! The scheduler's counters: read from the BPF side's per-CPU arrays,
-//! summed, and printed as one line per interval.
+//! summed, printed as one line per interval, and served on the scx_stats
+//! socket.
 
 use std::fmt::Write;
-use std::time::Duration;
+
+use scx_stats_derive::Stats;
+use serde::{Deserialize, Serialize};
 
 use crate::bpf_intf;
 
@@ -55,11 +58,18 @@ pub fn describe_counters() -> String {
         .collect()
 }
 
+// Counters: a field per counter, made by build.rs from the same enum.
+include!(concat!(env!("OUT_DIR"), "/counters.rs"));
+
 /// The adaptive idle-hold windows of the CPUs, in microseconds.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(desc = "the CPUs' adaptive idle-hold windows, in microseconds")]
 pub struct HoldWindows {
+    #[stat(desc = "shortest window of any CPU")]
     pub min_us: f64,
+    #[stat(desc = "average window")]
     pub avg_us: f64,
+    #[stat(desc = "longest window of any CPU")]
     pub max_us: f64,
 }
 
@@ -77,39 +87,50 @@ impl HoldWindows {
     }
 }
 
-/// A point-in-time sum of every CPU's counters.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Snapshot {
-    pub cnt: [u64; NR_STATS],
+/// What the scheduler reports: a point-in-time sum of every CPU's counters
+/// and the gauges. The same struct is printed by --stats, served on the
+/// scx_stats socket, and read back by --monitor, which derives the rates
+/// from two samples.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(top, desc = "scx_fastpath's statistics")]
+pub struct Metrics {
+    #[stat(desc = "milliseconds since the scheduler attached")]
+    pub at_ms: u64,
+    #[stat(desc = "the tunables in force")]
+    pub config: String,
+    #[stat(desc = "tasks waiting on the scheduler's DSQs")]
     pub queued: u64,
+    #[stat(desc = "idle-hold windows")]
     pub hold: HoldWindows,
+    #[stat(desc = "event counters")]
+    pub counters: Counters,
 }
 
-impl Snapshot {
+impl Metrics {
     /// Sum per-CPU counter arrays.
     pub fn from_per_cpu<'a>(per_cpu: impl Iterator<Item = &'a [u64; NR_STATS]>) -> Self {
-        let mut snap = Snapshot::default();
+        let mut sum = [0u64; NR_STATS];
         for cpu in per_cpu {
-            for (sum, v) in snap.cnt.iter_mut().zip(cpu.iter()) {
-                *sum = sum.wrapping_add(*v);
+            for (s, v) in sum.iter_mut().zip(cpu.iter()) {
+                *s = s.wrapping_add(*v);
             }
         }
-        snap
+        Metrics {
+            counters: Counters::from_array(&sum),
+            ..Default::default()
+        }
     }
 
     /// Counter increments since `prev`.
-    pub fn delta(&self, prev: &Snapshot) -> [u64; NR_STATS] {
-        let mut d = [0u64; NR_STATS];
-        for (i, v) in d.iter_mut().enumerate() {
-            *v = self.cnt[i].wrapping_sub(prev.cnt[i]);
-        }
-        d
+    pub fn delta(&self, prev: &Metrics) -> [u64; NR_STATS] {
+        let (now, before) = (self.counters.to_array(), prev.counters.to_array());
+        std::array::from_fn(|i| now[i].wrapping_sub(before[i]))
     }
 
-    /// One line: rate per second of each counter over `elapsed`, then the
-    /// queue depths.
-    pub fn format_line(&self, prev: &Snapshot, elapsed: Duration) -> String {
-        let secs = elapsed.as_secs_f64().max(1e-3);
+    /// One line: rate per second of each counter since `prev`, then the
+    /// gauges.
+    pub fn format_line(&self, prev: &Metrics) -> String {
+        let secs = (self.at_ms.saturating_sub(prev.at_ms) as f64 / 1000.0).max(1e-3);
         let mut line = String::new();
         for (name, d) in STAT_NAMES.iter().zip(self.delta(prev).iter()) {
             // Writing to a String cannot fail.
@@ -127,7 +148,7 @@ impl Snapshot {
     pub fn format_totals(&self) -> String {
         STAT_NAMES
             .iter()
-            .zip(self.cnt.iter())
+            .zip(self.counters.to_array().iter())
             .map(|(name, v)| format!("{name}={v}"))
             .collect::<Vec<_>>()
             .join(" ")
@@ -143,26 +164,38 @@ mod tests {
         let a = [1u64; NR_STATS];
         let mut b = [0u64; NR_STATS];
         b[2] = 5;
-        let s = Snapshot::from_per_cpu([a, b].iter());
-        assert_eq!(s.cnt[0], 1);
-        assert_eq!(s.cnt[2], 6);
+        let s = Metrics::from_per_cpu([a, b].iter());
+        assert_eq!(s.counters.to_array()[0], 1);
+        assert_eq!(s.counters.to_array()[2], 6);
     }
 
     #[test]
     fn rates_are_per_second() {
-        let prev = Snapshot::default();
-        let mut now = Snapshot::default();
-        now.cnt[0] = 300;
-        now.queued = 4;
-        let line = now.format_line(&prev, Duration::from_secs(3));
+        let prev = Metrics {
+            at_ms: 1000,
+            ..Default::default()
+        };
+        let mut cnt = [0u64; NR_STATS];
+        cnt[0] = 300;
+        let now = Metrics {
+            at_ms: 4000,
+            queued: 4,
+            counters: Counters::from_array(&cnt),
+            ..Default::default()
+        };
+        let line = now.format_line(&prev);
         assert!(line.starts_with("direct_local=100/s "), "{line}");
         assert!(line.contains(" queued=4 "), "{line}");
     }
 
     #[test]
     fn totals_name_every_counter() {
-        let mut now = Snapshot::default();
-        now.cnt[NR_STATS - 1] = 7;
+        let mut cnt = [0u64; NR_STATS];
+        cnt[NR_STATS - 1] = 7;
+        let now = Metrics {
+            counters: Counters::from_array(&cnt),
+            ..Default::default()
+        };
         let line = now.format_totals();
         assert!(line.starts_with("direct_local=0 "), "{line}");
         assert!(
@@ -170,6 +203,28 @@ mod tests {
             "{line}"
         );
         assert_eq!(line.split(' ').count(), NR_STATS);
+    }
+
+    #[test]
+    fn counters_round_trip_in_enum_order() {
+        let a: [u64; NR_STATS] = std::array::from_fn(|i| i as u64 * 3 + 1);
+        let c = Counters::from_array(&a);
+        assert_eq!(c.to_array(), a);
+        assert_eq!(
+            c.direct_local,
+            a[bpf_intf::fp_stat_idx_FP_STAT_DIRECT_LOCAL as usize]
+        );
+        assert_eq!(
+            c.keep_fair,
+            a[bpf_intf::fp_stat_idx_FP_STAT_KEEP_FAIR as usize]
+        );
+        let m = Metrics {
+            counters: c,
+            ..Default::default()
+        };
+        let json = serde_json::to_string(&m).expect("serialize");
+        let back: Metrics = serde_json::from_str(&json).expect("deserialize");
+        assert_eq!(back, m);
     }
 
     #[test]

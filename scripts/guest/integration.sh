@@ -487,6 +487,39 @@ boot_mark=0
 # the scheduler ejected in 1 of 2 runs ("watchdog failed to check in for
 # 10.008s"), cause not found yet (README, Known issues); TESTS=hold_races
 # runs it.
+# The scx_stats socket: --monitor (text and --json) shows the running
+# instance's figures, and they move under a workload. Without the socket,
+# or with counters that do not move, it fails.
+test_monitor() {
+	local m ok=0 mon=$WORK/monitor.txt js=$WORK/monitor.json first last pids
+	m=$(dmesg_mark)
+	start_sched || return 1
+	say "socket: $(stat -c '%A %U %n' /var/run/scx/root/stats 2>&1)"
+	timeout 6 "$SCHED" --monitor 1 >"$mon" 2>&1 &
+	pids=$!
+	timeout 6 "$SCHED" --monitor 0.5 --json >"$js" 2>&1 &
+	pids="$pids $!"
+	stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 5s --quiet
+	# shellcheck disable=SC2086
+	wait $pids
+	say "--monitor 1: $(grep -c '^\[fastpath\]' "$mon") lines; the last:"
+	tail -n 1 "$mon" | cut -c1-160 | sed 's/^/    | /'
+	grep -q '^\[fastpath\] config: slice_us=' "$mon" || { say "no config line from --monitor"; ok=1; }
+	grep '^\[fastpath\] direct_local=' "$mon" | grep -qv 'disp_cpu_dsq=0/s' ||
+		{ say "no rate line from --monitor shows dispatches"; ok=1; }
+	first=$(head -n 1 "$js") last=$(tail -n 1 "$js")
+	say "--monitor 0.5 --json: $(wc -l <"$js") samples; disp_cpu_dsq" \
+		"$(jq -r .counters.disp_cpu_dsq <<<"$first") -> $(jq -r .counters.disp_cpu_dsq <<<"$last")," \
+		"at_ms $(jq -r .at_ms <<<"$first") -> $(jq -r .at_ms <<<"$last")"
+	jq -e --argjson a "$first" '.counters.disp_cpu_dsq > $a.counters.disp_cpu_dsq and .at_ms > $a.at_ms' \
+		<<<"$last" >/dev/null || { say "JSON samples do not move"; ok=1; }
+	kill -INT "$SCHED_PID"
+	wait "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
+	SCHED_PID=
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # Deferred wakeup preemption: a periodic SCHED_OTHER sleeper (cyclictest,
 # 1 ms period) against a CPU hog on the same CPU. With the timer, a wakeup
 # that comes before the hog has had --wakeup-gran-us arms it and the timer
@@ -517,7 +550,7 @@ test_deferred_preempt() {
 	return $ok
 }
 
-for t in ${TESTS:-attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout deferred_preempt sleeper_storm hog_storm}; do
+for t in ${TESTS:-attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout deferred_preempt monitor sleeper_storm hog_storm}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
 	run_test "$t" "test_$t"
 done

@@ -1,0 +1,69 @@
+//! The scx_stats socket (/var/run/scx/root/stats, as every sched_ext
+//! scheduler serves it): the running scheduler answers with its Metrics;
+//! `--monitor` is the client that prints them.
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use scx_stats::prelude::*;
+
+use crate::stats::{Counters, HoldWindows, Metrics};
+
+/// Start serving. A client's request goes over the server's channels to the
+/// scheduler's run loop, which answers with fresh Metrics.
+pub fn launch() -> Result<StatsServer<(), Metrics>> {
+    let data = StatsServerData::<(), Metrics>::new()
+        .add_meta(Metrics::meta())
+        .add_meta(Counters::meta())
+        .add_meta(HoldWindows::meta())
+        .add_stats(
+            "top",
+            Box::new(|_args, (tx, rx)| {
+                tx.send(()).context("the scheduler's run loop is gone")?;
+                rx.recv()
+                    .context("the scheduler's run loop did not answer")?
+                    .to_json()
+            }),
+        );
+    StatsServer::new(data)
+        .launch()
+        .context("failed to open the stats socket (/var/run/scx/root/stats)")
+}
+
+/// `--monitor`: print the running scheduler's figures every `every`, as
+/// --stats does (rates from two samples), or as one JSON object per line,
+/// until Ctrl-C or SIGTERM. Waits for a scheduler to appear.
+pub fn monitor(every: Duration, json: bool) -> Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_handler = Arc::clone(&stop);
+    ctrlc::set_handler(move || stop_handler.store(true, Ordering::SeqCst))
+        .context("failed to install the SIGINT/SIGTERM handler")?;
+
+    let mut prev: Option<Metrics> = None;
+    let mut out = std::io::stdout();
+    scx_utils::monitor_stats::<Metrics>(
+        &[],
+        every,
+        || stop.load(Ordering::SeqCst),
+        |now| {
+            if json {
+                writeln!(out, "{}", serde_json::to_string(&now)?)?;
+            } else {
+                match &prev {
+                    // A restarted scheduler starts its counters again.
+                    Some(p) if p.at_ms < now.at_ms => {
+                        writeln!(out, "[fastpath] {}", now.format_line(p))?
+                    }
+                    _ => writeln!(out, "[fastpath] config: {}", now.config)?,
+                }
+            }
+            out.flush()?;
+            prev = Some(now);
+            Ok(())
+        },
+    )
+    .context("monitoring the stats socket failed")
+}
