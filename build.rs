@@ -102,8 +102,34 @@ fn counters_struct(stats: &[(String, String)]) -> Result<String, Box<dyn Error>>
     Ok(out)
 }
 
+/// FP_VERSION for -V and the startup line: the package version, the git
+/// commit it was built from when built from a git checkout (uncommitted
+/// changes are not marked), and the target.
+fn gen_version() -> Result<(), Box<dyn Error>> {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git").args(args).output().ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let mut version = std::env::var("CARGO_PKG_VERSION")?;
+    if let Some(sha) = git(&["rev-parse", "--short=12", "HEAD"]) {
+        write!(version, "-g{sha}")?;
+        // A new commit moves HEAD's ref (or HEAD itself, detached).
+        for path in ["HEAD", "refs/heads", "packed-refs"] {
+            if let Some(p) = git(&["rev-parse", "--git-path", path]) {
+                println!("cargo:rerun-if-changed={p}");
+            }
+        }
+    }
+    write!(version, " {}", std::env::var("TARGET")?)?;
+    println!("cargo:rustc-env=FP_VERSION={version}");
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
     gen_names()?;
+    gen_version()?;
     let mut builder = scx_cargo::BpfBuilder::new()?;
     if std::env::var_os("CARGO_FEATURE_BRANCH_PROFILE").is_some() {
         builder.add_cflag("-DFP_BRANCH_PROFILE");

@@ -4,13 +4,17 @@ use clap::Parser;
 
 use crate::bpf_intf;
 
+/// A sched_ext CPU scheduler: weighted fairness, and fast paths.
+///
 /// scx_fastpath: a sched_ext CPU scheduler with weighted virtual-time
 /// fairness and fast paths for pinned tasks, cheap wakeups and brief idle
 /// holds. Runs until interrupted; the kernel returns to its default
 /// scheduler when it exits.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "scx_fastpath", version)]
+#[command(name = "scx_fastpath", version = env!("FP_VERSION"))]
 pub struct Opts {
+    /// Time slice in microseconds
+    ///
     /// Time slice in microseconds: how long a task runs before a task waiting
     /// for its CPU gets a turn. Waking tasks preempt earlier when they are
     /// ahead in virtual time.
@@ -25,6 +29,8 @@ pub struct Opts {
     )]
     pub slice_us: u64,
 
+    /// Wakeup preemption granularity in microseconds
+    ///
     /// Wakeup granularity in microseconds: a waking task preempts the task
     /// running on its CPU only when that one has run this long and is behind
     /// it in virtual time by more than this. 0 preempts whenever it is
@@ -38,6 +44,8 @@ pub struct Opts {
     )]
     pub wakeup_gran_us: u64,
 
+    /// Run a sync wakeup's wakee on the waker's CPU
+    ///
     /// Run the wakee of a synchronous wakeup (the waker is about to block,
     /// e.g. a pipe write answered by a read) on the waker's CPU when nothing
     /// else waits there, instead of waking an idle CPU. Off by default:
@@ -45,29 +53,47 @@ pub struct Opts {
     #[arg(long)]
     pub sync_wake: bool,
 
+    /// No timer-deferred wakeup preemption
+    ///
     /// A wakee entitled to preempt a task that has not yet run
     /// --wakeup-gran-us waits for the end of that task's slice, instead of
     /// having a timer preempt it as soon as it has.
     #[arg(long)]
     pub no_deferred_preempt: bool,
 
+    /// Leave tasks queued on a CPU that RT took where they are
+    ///
+    /// Leave what is queued on a CPU that an RT or deadline task has taken
+    /// where it is (it waits for the CPU back), instead of moving it to the
+    /// other CPUs (ops.cpu_release).
+    #[arg(long)]
+    pub no_rt_release: bool,
+
+    /// sched_yield() always goes through dispatch
+    ///
     /// sched_yield() with nothing else waiting on the CPU goes through the
     /// whole dispatch/stop/enqueue/run round trip, as without ops.yield (by
     /// default the yielding task just goes on).
     #[arg(long)]
     pub no_fast_yield: bool,
 
+    /// Fast path 1 off (pinned tasks)
+    ///
     /// Fast path 1 off: tasks allowed on one CPU (or migration-disabled) go
     /// through the generic path (idle scan, kicks) instead of
     /// straight to their CPU's DSQ.
     #[arg(long)]
     pub no_pinned_fastpath: bool,
 
+    /// Fast path 2 off (cheap wakeups)
+    ///
     /// Fast path 2 off: wakeups always use the kernel's idle search, enqueue
     /// always rescans for an idle CPU, and preemption checks always run.
     #[arg(long)]
     pub no_cheap_wakeup: bool,
 
+    /// Allow queued wakeups (SCX_OPS_ALLOW_QUEUED_WAKEUP)
+    ///
     /// Let the kernel queue a wakeup on the woken task's CPU when the task
     /// is still switching out there (SCX_OPS_ALLOW_QUEUED_WAKEUP). Such a
     /// wakeup skips ops.select_cpu; ops.enqueue claims that CPU when it is
@@ -75,6 +101,8 @@ pub struct Opts {
     #[arg(long)]
     pub queued_wakeup: bool,
 
+    /// Fast path 3: longest idle hold in microseconds (0: off)
+    ///
     /// Fast path 3: longest time, in microseconds, a CPU whose task just
     /// blocked spins for new work before going idle; the window adapts per
     /// CPU between 2 us and this. 0 (the default, see README: measured, it
@@ -87,43 +115,59 @@ pub struct Opts {
     )]
     pub idle_hold_us: u64,
 
+    /// PM QoS idle resume latency in microseconds while running
+    ///
     /// Ask the CPU idle governor (PM QoS, /dev/cpu_dma_latency) for idle
     /// states that resume within this many microseconds, while running;
     /// restored on exit. Complements --idle-hold-us. Off when not given.
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(i32).range(0..=1_000_000))]
     pub idle_resume_us: Option<i32>,
 
+    /// Fast path 4 off (cache-line layout)
+    ///
     /// Fast path 4 off: counters become atomics in one array shared by all
     /// CPUs and the global vtime is written on every context switch, as a
     /// scheduler without cache-line care would do it.
     #[arg(long)]
     pub no_compact_layout: bool,
 
+    /// Print a line of counters every SECS seconds (0: off)
+    ///
     /// Print a line of scheduler counters every SECS seconds (fractions
     /// allowed; 0: off). The same figures are always served on the
     /// scx_stats socket, /var/run/scx/root/stats.
     #[arg(long, value_name = "SECS", default_value_t = 0.0, value_parser = parse_secs)]
     pub stats: f64,
 
+    /// Load nothing: show the running instance's counters
+    ///
     /// Load nothing: show the running scx_fastpath's figures (from its stats
     /// socket) every SECS seconds, until Ctrl-C. Waits for one to start.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub monitor: Option<f64>,
 
+    /// With --monitor: one JSON object per sample
+    ///
     /// With --monitor: one JSON object per sample (the totals, not rates),
     /// for scripts.
     #[arg(long, requires = "monitor")]
     pub json: bool,
 
+    /// Size of the kernel's debug dump on an error exit
+    ///
     /// Bytes of the debug dump the kernel fills in when it ejects the
     /// scheduler (0: the kernel's default size).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub exit_dump_len: u32,
 
+    /// Describe every counter and exit
+    ///
     /// Describe every counter the stats show, and exit.
     #[arg(long)]
     pub help_stats: bool,
 
+    /// Debug messages, including libbpf's (repeat for more)
+    ///
     /// Verbose output: debug messages, including libbpf's. Repeat for more.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -153,10 +197,11 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} deferred_preempt={} sync_wake={} fast_yield={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} deferred_preempt={} rt_release={} sync_wake={} fast_yield={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             on_off(!self.no_deferred_preempt),
+            on_off(!self.no_rt_release),
             on_off(self.sync_wake),
             on_off(!self.no_fast_yield),
             on_off(!self.no_pinned_fastpath),
@@ -187,6 +232,7 @@ mod tests {
         assert!(d.contains("fast_yield=on"), "{d}");
         assert!(d.contains("sync_wake=off"), "{d}");
         assert!(d.contains("deferred_preempt=on"), "{d}");
+        assert!(d.contains("rt_release=on"), "{d}");
     }
 
     #[test]
@@ -224,6 +270,23 @@ mod tests {
         assert!(Opts::try_parse_from(["scx_fastpath", "--stats", "-1"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--stats", "x"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--json"]).is_err());
+    }
+
+    #[test]
+    fn readme_shows_short_help() {
+        use clap::CommandFactory;
+
+        let readme = include_str!("../README.md");
+        let open = "<!-- usage: scx_fastpath -h -->\n```\n";
+        let start = readme.find(open).expect("README has no usage block");
+        let block = &readme[start + open.len()..];
+        let block = &block[..block.find("```").expect("usage block not closed")];
+        let help = Opts::command().render_help().to_string();
+        assert_eq!(
+            block.trim_end(),
+            help.trim_end(),
+            "README's usage block is stale"
+        );
     }
 
     #[test]

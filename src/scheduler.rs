@@ -74,6 +74,7 @@ impl<'obj> Scheduler<'obj> {
         rodata.wakeup_gran_ns = opts.wakeup_gran_us * 1000;
         rodata.fast_yield = !opts.no_fast_yield;
         rodata.deferred_preempt = !opts.no_deferred_preempt;
+        rodata.rt_release = !opts.no_rt_release;
         rodata.sync_wake = opts.sync_wake;
         rodata.pinned_fastpath = !opts.no_pinned_fastpath;
         rodata.cheap_wakeup = !opts.no_cheap_wakeup;
@@ -97,9 +98,10 @@ impl<'obj> Scheduler<'obj> {
         };
 
         info!(
-            "scx_fastpath {} attached ({} CPUs)",
-            env!("CARGO_PKG_VERSION"),
-            nr_cpus
+            "scx_fastpath {} attached ({} CPUs): {}",
+            env!("FP_VERSION"),
+            nr_cpus,
+            std::env::args().collect::<Vec<_>>().join(" ")
         );
         if opts.stats > 0.0 {
             println!("[fastpath] config: {}", opts.describe());

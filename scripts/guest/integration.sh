@@ -29,6 +29,26 @@ test_attach() {
 # CPU hogs 2 x nproc, a hog pinned to every CPU, fork/exec churn, and a
 # sleeper that measures how long it waits to run: the scheduler must stay
 # attached, keep every task running, and its counters must move.
+# For $1 seconds, sleep 0.5 s at a time with bash builtins only (no fork or
+# exec to be slowed down by the load) and print the longest gap between
+# wakeups beyond the 0.5 s asked for, in ms: how long the sleeper waited to
+# run.
+sleeper_probe() {
+	local fd prev now end gap max=0
+	exec {fd}<> <(:)
+	prev=${EPOCHREALTIME/./}
+	end=$((prev + $1 * 1000000))
+	while [ "$prev" -lt "$end" ]; do
+		read -r -t 0.5 -u "$fd" _
+		now=${EPOCHREALTIME/./}
+		gap=$(((now - prev) / 1000 - 500))
+		[ "$gap" -gt "$max" ] && max=$gap
+		prev=$now
+	done
+	exec {fd}<&-
+	echo "$max"
+}
+
 test_mixed_load() {
 	local m c probe_max pids=() name total ok=0
 	m=$(dmesg_mark)
@@ -44,23 +64,7 @@ test_mixed_load() {
 	pids+=($!)
 	say "load: $((2 * NCPU)) CPU hogs, $NCPU pinned hogs (one per CPU), fork+exec churn, ${LOAD_SECS} s"
 
-	# The probe sleeps 0.5 s at a time with bash builtins only (no fork or
-	# exec to be slowed down by the load); the longest gap between its
-	# wakeups beyond the 0.5 s it asked for is how long it waited to run.
-	probe_max=$(
-		exec {fd}<> <(:)
-		prev=${EPOCHREALTIME/./}
-		end=$((prev + (LOAD_SECS - 2) * 1000000))
-		max=0
-		while [ "$prev" -lt "$end" ]; do
-			read -r -t 0.5 -u "$fd" _
-			now=${EPOCHREALTIME/./}
-			gap=$(((now - prev) / 1000 - 500))
-			[ "$gap" -gt "$max" ] && max=$gap
-			prev=$now
-		done
-		echo "$max"
-	)
+	probe_max=$(sleeper_probe $((LOAD_SECS - 2)))
 	say "sleeper probe: worst wait beyond its 0.5 s sleep: ${probe_max} ms"
 
 	for c in "${pids[@]}"; do
@@ -513,9 +517,41 @@ test_monitor() {
 		"at_ms $(jq -r .at_ms <<<"$first") -> $(jq -r .at_ms <<<"$last")"
 	jq -e --argjson a "$first" '.counters.disp_cpu_dsq > $a.counters.disp_cpu_dsq and .at_ms > $a.at_ms' \
 		<<<"$last" >/dev/null || { say "JSON samples do not move"; ok=1; }
-	kill -INT "$SCHED_PID"
-	wait "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
-	SCHED_PID=
+	stop_sched || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+# An RT (SCHED_FIFO) hog takes the last CPU for RT_SECS while unpinned CPU
+# hogs and the sleeper probe run. With ops.cpu_release, what was queued
+# there moves to the other CPUs (rt_release, rt_avoided, rt_stolen); with
+# --no-rt-release none of those counters can move. Either way the
+# scheduler must stay attached with no kernel error.
+rt_workload() {
+	local secs=${RT_SECS:-15} rt hog
+	taskset -c $((NCPU - 1)) chrt -f 10 stress-ng --temp-path "$WORK" --cpu 1 --timeout "${secs}s" --quiet &
+	rt=$!
+	stress-ng --temp-path "$WORK" --cpu "$NCPU" --timeout "${secs}s" --quiet &
+	hog=$!
+	sleep 1
+	echo "probe: $(sleeper_probe $((secs - 3))) ms"
+	wait "$rt" "$hog"
+}
+
+test_rt_hog() {
+	local m ok=0
+	m=$(dmesg_mark)
+	SCHED_ARGS="" run_under_sched rt_workload || ok=1
+	say "on:  RT hog on CPU $((NCPU - 1)), $NCPU CPU hogs: sleeper $(grep -o 'probe: .*' "$WORK/workload.log") worst wait"
+	say_counters rt_release rt_avoided rt_stolen >/dev/null
+	[ "$(counter_total rt_release)" -gt 0 ] || { say "ops.cpu_release never ran"; ok=1; }
+	[ $(($(counter_total rt_avoided) + $(counter_total rt_stolen))) -gt 0 ] ||
+		{ say "nothing moved off the RT CPU"; ok=1; }
+	grep -q 'EXIT: unregistered from user space' "$SCHED_LOG" || { say "scheduler was ejected: $(grep EXIT "$SCHED_LOG")"; ok=1; }
+	SCHED_ARGS="--no-rt-release" run_under_sched rt_workload || ok=1
+	say "off: RT hog on CPU $((NCPU - 1)), $NCPU CPU hogs: sleeper $(grep -o 'probe: .*' "$WORK/workload.log") worst wait"
+	[ "$(say_counters rt_release rt_avoided rt_stolen)" -eq 0 ] || { say "RT release with the switch off"; ok=1; }
+	grep -q 'EXIT: unregistered from user space' "$SCHED_LOG" || { say "scheduler was ejected: $(grep EXIT "$SCHED_LOG")"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -550,7 +586,209 @@ test_deferred_preempt() {
 	return $ok
 }
 
-for t in ${TESTS:-attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout deferred_preempt monitor sleeper_storm hog_storm}; do
+# ---------------------------------------------------------------------------
+# Fault cases (scripts/test --faults runs them with the default set). Each
+# prints what it observed; each fails on an ejection, a kernel error, or a
+# scheduler that is not attached when it should be.
+# ---------------------------------------------------------------------------
+
+# Attached, loader alive, and the loader's own exit line not an error: $1
+# says when.
+still_attached() {
+	if [ "$(state)" != enabled ] || ! kill -0 "$SCHED_PID" 2>/dev/null; then
+		say "$1: not attached (state $(state)); the loader's last lines:"
+		tail -n 5 "$SCHED_LOG" | sed 's/^/    | /'
+		return 1
+	fi
+	say "$1: attached, root/ops '$(ops)'"
+}
+
+# Stop the scheduler started by start_sched; non-zero if the loader failed
+# or had been ejected.
+stop_sched() {
+	local rc=0
+	kill -INT "$SCHED_PID"
+	wait "$SCHED_PID" || { say "loader exited non-zero"; rc=1; }
+	SCHED_PID=
+	grep -q 'EXIT: unregistered from user space' "$SCHED_LOG" ||
+		{ say "scheduler was ejected: $(grep EXIT "$SCHED_LOG")"; rc=1; }
+	return $rc
+}
+
+# The last CPU offline and online again HOTPLUG_CYCLES times under CPU
+# load; the loader restarts each time and ends attached.
+test_hotplug_loop() {
+	local m cpu=$((NCPU - 1)) i want n cycles=${HOTPLUG_CYCLES:-10} hog ok=0
+	m=$(dmesg_mark)
+	[ "$NCPU" -ge 2 ] || { say "needs 2 CPUs"; return 1; }
+	start_sched || return 1
+	stress-ng --temp-path "$WORK" --cpu $((2 * NCPU)) --timeout 600s --quiet &
+	hog=$!
+	for i in $(seq "$cycles"); do
+		for want in 0 1; do
+			echo "$want" >"/sys/devices/system/cpu/cpu$cpu/online" || { ok=1; break 2; }
+			sleep 0.5
+			if ! wait_state enabled 30 || ! kill -0 "$SCHED_PID" 2>/dev/null; then
+				say "cycle $i, online=$want: not re-attached (state $(state))"
+				ok=1
+				break 2
+			fi
+		done
+	done
+	kill "$hog"
+	wait "$hog" 2>/dev/null
+	echo 1 >"/sys/devices/system/cpu/cpu$cpu/online"
+	n=$(grep -c 'restarting' "$SCHED_LOG")
+	say "$cycles offline/online cycles of cpu$cpu under $((2 * NCPU)) hogs: the loader restarted $n times"
+	[ "$n" -ge $((2 * cycles)) ] || { say "expected $((2 * cycles)) restarts"; ok=1; }
+	still_attached "after the cycles" || ok=1
+	stop_sched || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+# sysrq-S, the kernel's own "disable sched_ext", under load: the kernel
+# falls back to its default scheduler, the loader exits and says why, and a
+# new start attaches again.
+test_sysrq_disable() {
+	local m hog rc ok=0 sysrq
+	m=$(dmesg_mark)
+	sysrq=$(cat /proc/sys/kernel/sysrq)
+	echo 1 >/proc/sys/kernel/sysrq
+	start_sched || return 1
+	stress-ng --temp-path "$WORK" --cpu "$NCPU" --timeout 20s --quiet &
+	hog=$!
+	sleep 2
+	echo S >/proc/sysrq-trigger
+	wait_state disabled 5 || { say "state $(state) 5 s after sysrq-S"; ok=1; }
+	wait "$SCHED_PID"
+	rc=$?
+	SCHED_PID=
+	say "sysrq-S: state $(state); loader exit status $rc: $(grep -E 'EXIT' "$SCHED_LOG" | tail -n 1)"
+	grep -q 'EXIT:.*sysrq' "$SCHED_LOG" || { say "the loader did not report the sysrq exit"; ok=1; }
+	echo "$sysrq" >/proc/sys/kernel/sysrq
+	start_sched || ok=1
+	still_attached "started again" || ok=1
+	stop_sched || ok=1
+	kill "$hog" 2>/dev/null
+	wait "$hog" 2>/dev/null
+	# sysrq-S is logged as the reason the scheduler was disabled, which is
+	# what this test does on purpose: only other errors count.
+	if kernel_errors "$m" | grep -v 'disabled by sysrq' | grep -q .; then
+		check_no_kernel_errors "$m"
+		ok=1
+	fi
+	return $ok
+}
+
+# The loader stopped (SIGSTOP) for STOP_SECS under load: the BPF scheduler
+# goes on scheduling (a sleeper's worst wait stays small), and after
+# SIGCONT the loader prints stats again and stops cleanly.
+test_sigstop() {
+	local m ok=0 hog probe before after secs=${STOP_SECS:-20}
+	m=$(dmesg_mark)
+	start_sched || return 1
+	stress-ng --temp-path "$WORK" --cpu $((2 * NCPU)) --timeout $((secs + 10))s --quiet &
+	hog=$!
+	sleep 1
+	kill -STOP "$SCHED_PID"
+	probe=$(sleeper_probe "$secs")
+	still_attached "after ${secs} s with the loader stopped (sleeper's worst wait ${probe} ms)" || ok=1
+	before=$(grep -c '^\[fastpath\] direct_local' "$SCHED_LOG")
+	kill -CONT "$SCHED_PID"
+	sleep 3
+	after=$(grep -c '^\[fastpath\] direct_local' "$SCHED_LOG")
+	say "stats lines: $before before SIGCONT, $after 3 s after"
+	[ "$after" -gt "$before" ] || { say "no stats after SIGCONT"; ok=1; }
+	[ "$probe" -le 1000 ] || { say "the sleeper waited ${probe} ms"; ok=1; }
+	kill "$hog"
+	wait "$hog" 2>/dev/null
+	stop_sched || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+# cgroups created with random cpu.weight, hogs moved between them, and the
+# cgroups removed, for CHURN_SECS under load.
+test_cgroup_churn() {
+	local m ok=0 hog end i=0 g p pids
+	m=$(dmesg_mark)
+	grep -qw cpu "$CG/cgroup.controllers" 2>/dev/null || { say "no cgroup v2 cpu controller at $CG"; return 1; }
+	echo +cpu >"$CG/cgroup.subtree_control" || return 1
+	start_sched || return 1
+	stress-ng --temp-path "$WORK" --cpu $((2 * NCPU)) --timeout $((${CHURN_SECS:-20} + 10))s --quiet &
+	hog=$!
+	sleep 2
+	mapfile -t pids < <(pgrep -f 'stress-ng-cpu')
+	end=$((SECONDS + ${CHURN_SECS:-20}))
+	# Builtins only in the loop but mkdir/rmdir: exec is slow under load.
+	while [ "$SECONDS" -lt "$end" ]; do
+		g=$CG/fp_churn_$((i % 8))
+		mkdir -p "$g"
+		echo $((1 + RANDOM % 10000)) >"$g/cpu.weight"
+		for p in "${pids[RANDOM % ${#pids[@]}]}" "${pids[RANDOM % ${#pids[@]}]}"; do
+			echo "$p" >"$g/cgroup.procs" 2>/dev/null
+		done
+		if [ $((i % 8)) -eq 7 ]; then
+			for g in "$CG"/fp_churn_*; do
+				while read -r p; do echo "$p" >"$CG/cgroup.procs" 2>/dev/null; done <"$g/cgroup.procs"
+				rmdir "$g" 2>/dev/null
+			done
+		fi
+		i=$((i + 1))
+	done
+	kill "$hog"
+	wait "$hog" 2>/dev/null
+	for g in "$CG"/fp_churn_*; do rmdir "$g" 2>/dev/null; done
+	say "$i steps (a cgroup made, its cpu.weight set, 2 of ${#pids[@]} hogs moved in; all removed every 8) under load"
+	still_attached "after the churn" || ok=1
+	stop_sched || ok=1
+	say "cgroup_weight=$(counter_total cgroup_weight) weights set"
+	[ "$(counter_total cgroup_weight)" -ge "$i" ] || { say "fewer weights reached the scheduler than were set"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+# Many tasks: 10,000 threads created and exiting, then a fork bomb by an
+# unprivileged user bounded by RLIMIT_NPROC, each under the scheduler.
+test_many_tasks() {
+	local m ok=0 t0 n
+	m=$(dmesg_mark)
+	start_sched || return 1
+	t0=$SECONDS
+	n=$(python3 - <<'PY'
+import threading
+done = 0
+for _ in range(100):
+    ts = [threading.Thread(target=lambda: None) for _ in range(100)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    done += len(ts)
+print(done)
+PY
+)
+	say "$n threads created and joined in $((SECONDS - t0)) s"
+	[ "$n" = 10000 ] || ok=1
+	t0=$SECONDS
+	setpriv --reuid=65534 --regid=65534 --clear-groups bash -c \
+		'ulimit -u 300; f() { f | f & }; f' >/dev/null 2>&1 &
+	sleep 10
+	pkill -KILL -u 65534
+	sleep 2
+	pkill -KILL -u 65534
+	say "fork bomb as uid 65534 with ulimit -u 300 for 10 s; $(pgrep -u 65534 | wc -l) left after kill"
+	still_attached "after the threads and the fork bomb" || ok=1
+	stop_sched || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout deferred_preempt rt_hog monitor sleeper_storm hog_storm"
+FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks"
+[ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
+for t in ${TESTS:-$DEFAULT_TESTS}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
 	run_test "$t" "test_$t"
 done

@@ -129,7 +129,13 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_NO_PREEMPT,	/* no preemption: the running task ran less than --wakeup-gran-us, or is not that far behind */
 	FP_STAT_WAKE_DEFERRED,	/* the running task had not had --wakeup-gran-us yet: a timer will preempt it when it has */
 	FP_STAT_WAKE_DEFER_KICK,	/* ... and the timer preempted it (the same run was still going on) */
+	FP_STAT_WAKE_SHORT_RUNNER,	/* no later preemption: the running task's runs average under --wakeup-gran-us */
 	FP_STAT_WAKE_KTHREAD_KEPT,	/* no preemption: the CPU runs a kernel thread, which keeps it to the end of its slice */
+
+	/* A CPU taken by a higher sched class (RT, deadline). */
+	FP_STAT_RT_RELEASE,	/* an RT or deadline task took a CPU from us (ops.cpu_release) */
+	FP_STAT_RT_AVOIDED,	/* a task was queued elsewhere than its CPU, which RT had taken */
+	FP_STAT_RT_STOLEN,	/* a CPU took the head of the DSQ of a CPU that RT had taken */
 
 	/* ops.yield(). */
 	FP_STAT_YIELD_KEPT,	/* sched_yield() with nothing waiting: the task went on */

@@ -61,6 +61,7 @@ const volatile bool pinned_fastpath = true;
 const volatile bool cheap_wakeup = true;
 const volatile bool fast_yield = true;
 const volatile bool deferred_preempt = true;
+const volatile bool rt_release = true;
 const volatile bool sync_wake;
 const volatile u64 idle_hold_ns;
 const volatile bool compact_layout = true;
@@ -112,10 +113,14 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		sixteenth of a slice (a reference that lags by that much
  *		changes no decision, and the line stays shared-clean between
  *		writes); every enqueue onto the CPU reads it.
- *   curr_vtime, curr_started, curr_weight, curr_busy, curr_kthread
- *	ops.running()/stopping() write; enqueue's preempt_if_behind() reads.
+ *   curr_vtime, curr_started, curr_weight, curr_busy, curr_kthread,
+ *   curr_long	ops.running()/stopping() write; enqueue's preempt_if_behind()
+ *		reads.
  *   holding	idle_hold() writes; select_cpu() and the enqueue of a
  *		redirected wakeup read.
+ *   released	a higher sched class (RT, deadline) has the CPU: set by
+ *		ops.cpu_release(), cleared by ops.cpu_acquire(); enqueue and
+ *		the other CPUs' dispatch read it.
  *   kicked	set by whoever sends a preemption kick, cleared by the
  *		kicked CPU's next ops.dispatch() or ops.running(): the one
  *		field written from outside, and only once per kick.
@@ -138,7 +143,9 @@ struct fp_cpu {
 	u32 curr_kthread;
 	u32 holding;
 	u32 kicked;
-	u8 __pad0[FP_CACHELINE - 44];
+	u32 released;
+	u32 curr_long;
+	u8 __pad0[FP_CACHELINE - 52];
 
 	/* line 1: private */
 	u64 curr_sum_start;
@@ -244,6 +251,7 @@ struct task_ctx {
 	u64 cgid;	/* its cgroup's id (cgroup v2 kernfs id) */
 	u32 cg_weight;	/* that cgroup's cpu.weight, cached */
 	u32 cg_gen;	/* cgroup_gen when cg_weight was read */
+	u64 avg_run;	/* CPU time per run (running to stopping), averaged */
 };
 
 struct {
@@ -508,6 +516,16 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 		stat_inc(FP_STAT_WAKE_NO_PREEMPT);
 		return;
 	}
+	/*
+	 * Only a task whose runs are long is preempted later: one that
+	 * usually blocks within --wakeup-gran-us will most likely do so
+	 * before the timer, and preempting the rest of such tasks cost
+	 * hackbench a third and stress-ng switch half their throughput.
+	 */
+	if (!READ_ONCE(cctx->curr_long)) {
+		stat_inc(FP_STAT_WAKE_SHORT_RUNNER);
+		return;
+	}
 	defer_preempt(cpu, started, at - ran);
 	return;
 kick:
@@ -698,6 +716,74 @@ static void enqueue_redirected(struct task_struct *p, s32 cpu, u64 enq_flags)
 	stat_inc(FP_STAT_HOLD_REDIRECT);
 }
 
+/* ------------------------------------------------------------------------
+ * Higher sched classes: a CPU taken by an RT or deadline task.
+ * ------------------------------------------------------------------------ */
+
+/*
+ * CPUs a higher sched class holds now. Written only by ops.cpu_release()
+ * and ops.cpu_acquire(), so at the rate RT tasks come and go, and read by
+ * every ops.dispatch(): one shared, read-mostly line.
+ */
+u32 nr_released;
+
+/*
+ * @cpu runs RT (or deadline) work that our tasks cannot preempt, for as long
+ * as it likes: what is queued there would wait for it. Queue @p on an idle
+ * CPU (kicked) if there is one, else on this CPU if @p may run here and it is
+ * not taken too, else on any CPU @p may run on.
+ */
+static s32 away_from_released(struct task_struct *p, s32 cpu)
+{
+	s32 c, this_cpu = bpf_get_smp_processor_id();
+
+	c = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (c >= 0) {
+		scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+	} else if (this_cpu != cpu && bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr) &&
+		   !READ_ONCE(cpu_ctx(this_cpu)->released)) {
+		c = this_cpu;
+	} else {
+		c = scx_bpf_pick_any_cpu(p->cpus_ptr, 0);
+		if (c < 0 || c == cpu)
+			return cpu;
+	}
+	stat_inc(FP_STAT_RT_AVOIDED);
+	return c;
+}
+
+/*
+ * A higher class took @cpu. Whatever waits on its local DSQ goes back
+ * through ops.enqueue(), which queues it elsewhere (away_from_released());
+ * what waits on its DSQ is taken first by any CPU that dispatches (steal()
+ * with released_only), since it can run nowhere else. Pinned tasks wait.
+ * Without this, an RT hog on one CPU left the tasks queued there to the
+ * ext deadline server's few milliseconds a second.
+ */
+void BPF_STRUCT_OPS(fastpath_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	struct fp_cpu *cctx = cpu_ctx(cpu);
+
+	if (!rt_release)
+		return;
+	if (!cctx->released) {
+		WRITE_ONCE(cctx->released, 1);
+		__sync_fetch_and_add(&nr_released, 1);
+	}
+	stat_inc(FP_STAT_RT_RELEASE);
+	scx_bpf_reenqueue_local();
+}
+
+void BPF_STRUCT_OPS(fastpath_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
+{
+	struct fp_cpu *cctx = cpu_ctx(cpu);
+
+	if (cctx->released) {
+		WRITE_ONCE(cctx->released, 0);
+		__sync_fetch_and_sub(&nr_released, 1);
+	}
+}
+
 /*
  * A wakeup the kernel queued on the task's CPU without asking ops.select_cpu()
  * (SCX_OPS_ALLOW_QUEUED_WAKEUP: the task was still on its CPU when woken).
@@ -713,7 +799,7 @@ static bool is_queued_wakeup(struct task_struct *p, u64 enq_flags)
 static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 {
 	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
-	s32 cpu, task_cpu = scx_bpf_task_cpu(p);
+	s32 cpu, idle, task_cpu = scx_bpf_task_cpu(p);
 	u64 vtime;
 
 	if (unlikely(FP_BRANCH(FP_BR_ENQ_QUEUED_WAKEUP, is_queued_wakeup(p, enq_flags)))) {
@@ -731,7 +817,11 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 		}
 	}
 
-	vtime = queue_on(p, task_cpu, enq_flags);
+	cpu = task_cpu;
+	if (unlikely(rt_release && READ_ONCE(cpu_ctx(cpu)->released)))
+		cpu = away_from_released(p, cpu);
+
+	vtime = queue_on(p, cpu, enq_flags);
 	stat_inc(FP_STAT_ENQ_QUEUED);
 
 	/*
@@ -745,16 +835,16 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	    FP_BRANCH(FP_BR_ENQ_NO_SCAN, wakeup && __COMPAT_is_enq_cpu_selected(enq_flags))) {
 		stat_inc(FP_STAT_WAKE_NO_SCAN);
 	} else {
-		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-		if (cpu >= 0) {
-			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		if (idle >= 0) {
+			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 			stat_inc(FP_STAT_KICK_IDLE);
 			return;
 		}
 	}
 
 	if (wakeup)
-		preempt_if_behind(p, task_cpu, vtime, now);
+		preempt_if_behind(p, cpu, vtime, now);
 }
 
 void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
@@ -805,7 +895,7 @@ static bool can_run_on(struct task_struct *p, s32 cpu)
  * any idle CPU reaches it. Peeks are lockless; only the move takes a DSQ
  * lock.
  */
-static bool steal(s32 cpu)
+static bool steal(s32 cpu, bool released_only)
 {
 	struct task_struct *head;
 	s64 behind, best = 0;
@@ -816,6 +906,8 @@ static bool steal(s32 cpu)
 		c = cpu + i;
 		if (c >= nr_cpu_ids)
 			c -= nr_cpu_ids;
+		if (released_only && !READ_ONCE(cpu_ctx(c)->released))
+			continue;
 		head = __COMPAT_scx_bpf_dsq_peek(c);
 		if (!head || !can_run_on(head, cpu))
 			continue;
@@ -826,7 +918,7 @@ static bool steal(s32 cpu)
 		}
 	}
 	if (best_cpu >= 0 && scx_bpf_dsq_move_to_local(best_cpu, 0)) {
-		stat_inc(FP_STAT_DISP_STOLEN);
+		stat_inc(released_only ? FP_STAT_RT_STOLEN : FP_STAT_DISP_STOLEN);
 		return true;
 	}
 	return false;
@@ -1002,6 +1094,10 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 	if (guard_starved(cpu, now))
 		return;
 
+	/* Tasks queued on a CPU that RT has taken can run nowhere else. */
+	if (rt_release && READ_ONCE(nr_released) && steal(cpu, true))
+		return;
+
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	if (head) {
 		if (prev_runnable && can_run_on(prev, cpu) &&
@@ -1015,7 +1111,7 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 			return;
 		}
 	}
-	if (steal(cpu))
+	if (steal(cpu, false))
 		return;
 
 	/* Nothing else wants this CPU: let prev run another slice. */
@@ -1096,6 +1192,7 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	cctx->curr_weight = tctx ? task_weight(p, tctx) : 100;
 	WRITE_ONCE(cctx->curr_busy, 1);
 	WRITE_ONCE(cctx->curr_kthread, !!(p->flags & PF_KTHREAD));
+	WRITE_ONCE(cctx->curr_long, tctx && tctx->avg_run >= wakeup_gran_ns);
 	if (FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked)))
 		WRITE_ONCE(cctx->kicked, 0);
 
@@ -1121,6 +1218,7 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 	 */
 	used = p->se.sum_exec_runtime - cctx->curr_sum_start;
 	tctx->vtime += used * 100 / (cctx->curr_weight ?: 1);
+	tctx->avg_run = tctx->avg_run - tctx->avg_run / 4 + used / 4;
 
 	/* Blocking: remember how far behind (or ahead) it was, bounded. */
 	if (!runnable) {
@@ -1253,6 +1351,8 @@ SCX_OPS_DEFINE(fastpath_ops,
 	       .enqueue			= (void *)fastpath_enqueue,
 	       .dispatch		= (void *)fastpath_dispatch,
 	       .yield			= (void *)fastpath_yield,
+	       .cpu_release		= (void *)fastpath_cpu_release,
+	       .cpu_acquire		= (void *)fastpath_cpu_acquire,
 	       .running			= (void *)fastpath_running,
 	       .stopping		= (void *)fastpath_stopping,
 	       .init_task		= (void *)fastpath_init_task,
