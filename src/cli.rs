@@ -160,6 +160,21 @@ pub struct Opts {
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub exit_dump_len: u32,
 
+    /// Print a completion script for SHELL and exit
+    ///
+    /// Print the shell completion script for SHELL (bash, zsh, fish, elvish,
+    /// powershell) and exit; scripts/install and scripts/package install
+    /// the bash, zsh and fish ones.
+    #[arg(long, value_name = "SHELL", value_enum)]
+    pub completions: Option<clap_complete::Shell>,
+
+    /// Print the man page (roff) and exit
+    ///
+    /// Print the manual page, made from these options, in roff (man -l -
+    /// reads it), and exit.
+    #[arg(long)]
+    pub man: bool,
+
     /// Describe every counter and exit
     ///
     /// Describe every counter the stats show, and exit.

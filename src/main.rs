@@ -17,7 +17,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use log::info;
 
 use crate::cli::Opts;
@@ -88,11 +88,26 @@ fn main() -> ExitCode {
         print!("{}", stats::describe_counters());
         return ExitCode::SUCCESS;
     }
-    let res = match opts.monitor {
-        Some(secs) => init_logging(opts.verbose).and_then(|()| {
-            stats_server::monitor(Duration::from_secs_f64(secs.max(0.1)), opts.json)
-        }),
-        None => run(opts),
+    if let Some(shell) = opts.completions {
+        clap_complete::generate(
+            shell,
+            &mut Opts::command(),
+            "scx_fastpath",
+            &mut std::io::stdout(),
+        );
+        return ExitCode::SUCCESS;
+    }
+    let res = if opts.man {
+        clap_mangen::Man::new(Opts::command())
+            .render(&mut std::io::stdout())
+            .context("failed to write the man page")
+    } else {
+        match opts.monitor {
+            Some(secs) => init_logging(opts.verbose).and_then(|()| {
+                stats_server::monitor(Duration::from_secs_f64(secs.max(0.1)), opts.json)
+            }),
+            None => run(opts),
+        }
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

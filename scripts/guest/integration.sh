@@ -556,6 +556,30 @@ test_rt_hog() {
 	return $ok
 }
 
+# The systemd unit's capability bounding set (read from the unit) with
+# no_new_privs, as the unit runs it: the loader must still attach and stop
+# cleanly. (The unit's file-system protections are not reproduced here.)
+test_unit_caps() {
+	local caps m ok=0
+	m=$(dmesg_mark)
+	caps=$(sed -n 's/^CapabilityBoundingSet=//p' contrib/scx_fastpath.service | tr '[:upper:]' '[:lower:]' |
+		sed 's/cap_/+/g; s/ /,/g')
+	[ -n "$caps" ] || { say "no CapabilityBoundingSet in the unit"; return 1; }
+	say "bounding set from the unit: $caps, no_new_privs"
+	SCHED_LOG=$WORK/sched.caps.log
+	setpriv --bounding-set=-all,"$caps" --inh-caps=-all --no-new-privs \
+		"$SCHED" --stats 1 >"$SCHED_LOG" 2>&1 &
+	SCHED_PID=$!
+	if ! wait_state enabled 30; then
+		say "did not attach: $(tail -n 2 "$SCHED_LOG" | xargs)"
+		return 1
+	fi
+	say "attached under the bounding set: root/ops '$(ops)'"
+	stop_sched || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # Deferred wakeup preemption: a periodic SCHED_OTHER sleeper (cyclictest,
 # 1 ms period) against a CPU hog on the same CPU. With the timer, a wakeup
 # that comes before the hog has had --wakeup-gran-us arms it and the timer
@@ -785,7 +809,7 @@ PY
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout deferred_preempt rt_hog monitor sleeper_storm hog_storm"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt rt_hog monitor sleeper_storm hog_storm"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do
