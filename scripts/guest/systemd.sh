@@ -3,8 +3,9 @@
 # under systemd as init, meant to run as
 #   scripts/package --no-build && scripts/vm --systemd -- scripts/guest/systemd.sh
 # NOT RUN YET: scripts/vm --systemd does not get CMD's output back here
-# (README, Known issues), so this is not part of scripts/test. Each test
-# prints what it observed.
+# (README, Known issues), so this is not part of scripts/test, and
+# install-deps does not install systemd for it. Each test prints what it
+# observed.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
