@@ -1,6 +1,7 @@
 //! Opening, loading, attaching and running the BPF scheduler.
 
 use std::mem::MaybeUninit;
+use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -14,7 +15,7 @@ use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::cli::Opts;
 use crate::preflight;
-use crate::stats::{HoldWindows, Metrics, NR_STATS};
+use crate::stats::{self, CpuMetrics, HoldWindows, Metrics, NR_STATS};
 use crate::stats_server;
 use scx_stats::StatsServer;
 
@@ -29,6 +30,7 @@ pub struct Scheduler<'obj> {
     nr_cpus: usize,
     stats_every: Option<Duration>,
     queued_warned: bool,
+    events_warned: bool,
     attached_at: Instant,
     config: String,
     stats_server: StatsServer<(), Metrics>,
@@ -122,31 +124,32 @@ impl<'obj> Scheduler<'obj> {
             nr_cpus,
             stats_every: (opts.stats > 0.0).then(|| Duration::from_secs_f64(opts.stats)),
             queued_warned: false,
+            events_warned: false,
             attached_at: Instant::now(),
             config: opts.describe(),
             stats_server,
         })
     }
 
-    /// Sum every CPU's counters, and sample the DSQ depths.
+    /// Sum every CPU's counters, sample the DSQ depths, and read the
+    /// kernel's event counters.
     fn metrics(&mut self) -> Result<Metrics> {
         // SAFETY (all volatile reads below): the arrays live in BPF maps'
         // mmap()ed memory and BPF programs update them concurrently; a
         // volatile read of an aligned u64 is the sound way to look at them.
-        let mut snap = if self.compact_layout {
+        let per_cpu: Vec<[u64; NR_STATS]> = if self.compact_layout {
             let data = self
                 .skel
                 .maps
                 .data_stats_data
                 .as_ref()
                 .context("BPF skeleton has no .data.stats")?;
-            let per_cpu: Vec<[u64; NR_STATS]> = data.fp_stats[..self.nr_cpus]
+            data.fp_stats[..self.nr_cpus]
                 .iter()
                 .map(|line| {
                     std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&line.s.cnt[i]) })
                 })
-                .collect();
-            Metrics::from_per_cpu(per_cpu.iter())
+                .collect()
         } else {
             let data = self
                 .skel
@@ -154,13 +157,14 @@ impl<'obj> Scheduler<'obj> {
                 .data_stats_shared_data
                 .as_ref()
                 .context("BPF skeleton has no .data.stats_shared")?;
-            let all: [u64; NR_STATS] = std::array::from_fn(|i| unsafe {
+            vec![std::array::from_fn(|i| unsafe {
                 std::ptr::read_volatile(&data.fp_stats_shared.cnt[i])
-            });
-            Metrics::from_per_cpu([all].iter())
+            })]
         };
+        let mut snap = Metrics::from_per_cpu(per_cpu.iter());
         snap.at_ms = self.attached_at.elapsed().as_millis() as u64;
         snap.config.clone_from(&self.config);
+        snap.version = env!("FP_VERSION").to_string();
 
         let cpus = self
             .skel
@@ -174,6 +178,9 @@ impl<'obj> Scheduler<'obj> {
             .collect();
         snap.hold = HoldWindows::from_ns(&windows);
 
+        // Without the compact layout the counters are not kept per CPU:
+        // the rows then carry the queue depths alone.
+        let mut depths = vec![0u64; self.nr_cpus];
         match self
             .skel
             .progs
@@ -189,10 +196,35 @@ impl<'obj> Scheduler<'obj> {
                     .context("BPF skeleton has no .bss")?;
                 // SAFETY: as above, written by BPF.
                 snap.queued = unsafe { std::ptr::read_volatile(&bss.nr_queued) };
+                for (d, q) in depths.iter_mut().zip(bss.nr_queued_cpu.iter()) {
+                    *d = unsafe { std::ptr::read_volatile(q) };
+                }
             }
             Err(e) if !self.queued_warned => {
                 warn!("cannot sample queue depths: {e}");
                 self.queued_warned = true;
+            }
+            Err(_) => {}
+        }
+        let zero = [0u64; NR_STATS];
+        snap.cpus = depths
+            .iter()
+            .enumerate()
+            .map(|(cpu, &q)| {
+                let cnt = if self.compact_layout {
+                    per_cpu.get(cpu).unwrap_or(&zero)
+                } else {
+                    &zero
+                };
+                CpuMetrics::from_counts(cnt, q)
+            })
+            .collect();
+
+        match stats::read_kernel_events(Path::new(stats::KERNEL_EVENTS)) {
+            Ok(events) => snap.kernel_events = events,
+            Err(e) if !self.events_warned => {
+                warn!("cannot read the kernel's event counters: {e:#}");
+                self.events_warned = true;
             }
             Err(_) => {}
         }

@@ -2,7 +2,12 @@
 //! summed, printed as one line per interval, and served on the scx_stats
 //! socket.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::io::ErrorKind;
+use std::path::Path;
+
+use anyhow::{Context, Result};
 
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
@@ -87,6 +92,80 @@ impl HoldWindows {
     }
 }
 
+/// One CPU's figures: its DSQ's depth now, and totals, since the scheduler
+/// attached, of what the scheduler did while running on that CPU (a
+/// wakeup is counted on the waker's CPU, a dispatch on the dispatching
+/// CPU). Each is a sum of counters (--help-stats).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(desc = "one CPU's queue depth, and totals of what the scheduler did on it")]
+pub struct CpuMetrics {
+    #[stat(desc = "tasks waiting on this CPU's DSQ now")]
+    pub queued: u64,
+    #[stat(
+        desc = "tasks placed (sent to a CPU or queued on a DSQ): direct_local + wake_sync + wake_prev_idle + enq_queued + pinned + hold_redirect"
+    )]
+    pub placed: u64,
+    #[stat(desc = "placements that took a fast path: pinned + wake_prev_idle + wake_no_scan")]
+    pub fastpath: u64,
+    #[stat(desc = "tasks taken from a DSQ to run: disp_cpu_dsq + disp_stolen + rt_stolen")]
+    pub dispatched: u64,
+    #[stat(desc = "... of which from another CPU's DSQ: disp_stolen + rt_stolen")]
+    pub stolen: u64,
+    #[stat(desc = "wakeup preemptions: wake_preempt + wake_defer_kick")]
+    pub preempted: u64,
+}
+
+impl CpuMetrics {
+    /// From one CPU's counters (or the totals), in enum fp_stat_idx order.
+    pub fn from_counts(cnt: &[u64; NR_STATS], queued: u64) -> Self {
+        let c = Counters::from_array(cnt);
+        let sum = |v: &[u64]| v.iter().fold(0u64, |a, b| a.wrapping_add(*b));
+        Self {
+            queued,
+            placed: sum(&[
+                c.direct_local,
+                c.wake_sync,
+                c.wake_prev_idle,
+                c.enq_queued,
+                c.pinned,
+                c.hold_redirect,
+            ]),
+            fastpath: sum(&[c.pinned, c.wake_prev_idle, c.wake_no_scan]),
+            dispatched: sum(&[c.disp_cpu_dsq, c.disp_stolen, c.rt_stolen]),
+            stolen: sum(&[c.disp_stolen, c.rt_stolen]),
+            preempted: sum(&[c.wake_preempt, c.wake_defer_kick]),
+        }
+    }
+}
+
+/// Where the kernel shows its own sched_ext event counters (kernel 6.16
+/// and later): a `NAME VALUE` line per event.
+pub const KERNEL_EVENTS: &str = "/sys/kernel/sched_ext/root/events";
+
+/// The kernel's sched_ext event counters from `path`: an empty map when the
+/// kernel has no such file. Lines that are not `NAME VALUE` are skipped.
+pub fn read_kernel_events(path: &Path) -> Result<BTreeMap<String, u64>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(e).with_context(|| format!("failed to read {}", path.display())),
+    };
+    Ok(parse_kernel_events(&text))
+}
+
+fn parse_kernel_events(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let (name, value, rest) = (words.next()?, words.next()?, words.next());
+            if rest.is_some() {
+                return None;
+            }
+            Some((name.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
 /// What the scheduler reports: a point-in-time sum of every CPU's counters
 /// and the gauges. The same struct is printed by --stats, served on the
 /// scx_stats socket, and read back by --monitor, which derives the rates
@@ -104,6 +183,19 @@ pub struct Metrics {
     pub hold: HoldWindows,
     #[stat(desc = "event counters")]
     pub counters: Counters,
+    #[stat(desc = "the running scheduler's version")]
+    #[serde(default)]
+    pub version: String,
+    #[stat(
+        desc = "per CPU, by CPU id: queue depth and counter totals (with --no-compact-layout the counters are not kept per CPU and read 0)"
+    )]
+    #[serde(default)]
+    pub cpus: Vec<CpuMetrics>,
+    #[stat(
+        desc = "the kernel's sched_ext event counters (/sys/kernel/sched_ext/root/events), totals; empty when the kernel has none"
+    )]
+    #[serde(default)]
+    pub kernel_events: BTreeMap<String, u64>,
 }
 
 impl Metrics {
@@ -225,6 +317,59 @@ mod tests {
         let json = serde_json::to_string(&m).expect("serialize");
         let back: Metrics = serde_json::from_str(&json).expect("deserialize");
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn cpu_figures_sum_their_counters() {
+        let mut cnt = [0u64; NR_STATS];
+        let set = |cnt: &mut [u64; NR_STATS], idx: u32, v: u64| cnt[idx as usize] = v;
+        set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_DIRECT_LOCAL, 1);
+        set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_WAKE_PREV_IDLE, 2);
+        set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_ENQ_QUEUED, 4);
+        set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_PINNED, 8);
+        set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_WAKE_NO_SCAN, 3);
+        set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_DISP_CPU_DSQ, 10);
+        set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_DISP_STOLEN, 5);
+        set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_RT_STOLEN, 1);
+        set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_WAKE_PREEMPT, 7);
+        let c = CpuMetrics::from_counts(&cnt, 9);
+        assert_eq!(
+            c,
+            CpuMetrics {
+                queued: 9,
+                placed: 15,
+                fastpath: 13,
+                dispatched: 16,
+                stolen: 6,
+                preempted: 7,
+            }
+        );
+    }
+
+    #[test]
+    fn kernel_events_parse_and_may_be_absent() {
+        let ev = parse_kernel_events(
+            "SCX_EV_SELECT_CPU_FALLBACK 12\nSCX_EV_BYPASS_DURATION 0\nnonsense\nA 1 2\nB x\n",
+        );
+        assert_eq!(ev.len(), 2, "{ev:?}");
+        assert_eq!(ev["SCX_EV_SELECT_CPU_FALLBACK"], 12);
+        assert_eq!(ev["SCX_EV_BYPASS_DURATION"], 0);
+        let none = read_kernel_events(Path::new("/nonexistent/sched_ext/root/events"))
+            .expect("an absent file is not an error");
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn older_json_still_reads() {
+        // What an instance from before the per-CPU figures served.
+        let json = r#"{"at_ms":5,"config":"c","queued":1,"hold":{"min_us":0.0,"avg_us":0.0,"max_us":0.0},"counters":COUNTERS}"#
+            .replace(
+                "COUNTERS",
+                &serde_json::to_string(&Counters::default()).expect("serialize"),
+            );
+        let m: Metrics = serde_json::from_str(&json).expect("deserialize");
+        assert_eq!(m.at_ms, 5);
+        assert!(m.cpus.is_empty() && m.kernel_events.is_empty() && m.version.is_empty());
     }
 
     #[test]

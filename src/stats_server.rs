@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use scx_stats::prelude::*;
 
-use crate::stats::{Counters, HoldWindows, Metrics};
+use crate::stats::{Counters, CpuMetrics, HoldWindows, Metrics};
 
 /// Start serving. A client's request goes over the server's channels to the
 /// scheduler's run loop, which answers with fresh Metrics.
@@ -19,6 +19,7 @@ pub fn launch() -> Result<StatsServer<(), Metrics>> {
         .add_meta(Metrics::meta())
         .add_meta(Counters::meta())
         .add_meta(HoldWindows::meta())
+        .add_meta(CpuMetrics::meta())
         .add_stats(
             "top",
             Box::new(|_args, (tx, rx)| {

@@ -189,8 +189,12 @@ _Static_assert(sizeof(struct fp_cpu_stats_line) % FP_CACHELINE == 0,
 struct fp_cpu_stats_line fp_stats[FP_MAX_CPUS] SEC(".data.stats");
 struct fp_cpu_stats fp_stats_shared SEC(".data.stats_shared");
 
-/* Tasks waiting on all DSQs, refreshed on demand by fp_sample_queued. */
+/*
+ * Tasks waiting on all DSQs, and on each CPU's, refreshed on demand by
+ * fp_sample_queued.
+ */
 u64 nr_queued;
+u64 nr_queued_cpu[FP_MAX_CPUS];
 
 static __always_inline struct fp_cpu *cpu_ctx(s32 cpu)
 {
@@ -1339,8 +1343,14 @@ int fp_sample_queued(void *ctx)
 	u64 sum = 0;
 	s32 cpu;
 
-	bpf_for(cpu, 0, nr_cpu_ids)
-		sum += scx_bpf_dsq_nr_queued(cpu);
+	bpf_for(cpu, 0, nr_cpu_ids) {
+		s32 n = scx_bpf_dsq_nr_queued(cpu);
+
+		if (n < 0)
+			n = 0;
+		nr_queued_cpu[cpu & (FP_MAX_CPUS - 1)] = n;
+		sum += n;
+	}
 
 	nr_queued = sum;
 	return 0;
