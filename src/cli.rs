@@ -153,6 +153,15 @@ pub struct Opts {
     #[arg(long, requires = "monitor")]
     pub json: bool,
 
+    /// With --monitor: a full-screen live dashboard (q quits)
+    ///
+    /// With --monitor: a full-screen dashboard of the running instance,
+    /// refreshed every SECS: a row per CPU (queue depth, rates), recent
+    /// rates as sparklines, the kernel's sched_ext event counters and the
+    /// tunables in force. q, Esc or Ctrl-C quits. Needs a terminal.
+    #[arg(long, requires = "monitor", conflicts_with = "json")]
+    pub tui: bool,
+
     /// Size of the kernel's debug dump on an error exit
     ///
     /// Bytes of the debug dump the kernel fills in when it ejects the
@@ -285,6 +294,10 @@ mod tests {
         assert!(Opts::try_parse_from(["scx_fastpath", "--stats", "-1"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--stats", "x"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--json"]).is_err());
+        assert!(Opts::try_parse_from(["scx_fastpath", "--tui"]).is_err());
+        assert!(
+            Opts::try_parse_from(["scx_fastpath", "--monitor", "1", "--tui", "--json"]).is_err()
+        );
     }
 
     #[test]
@@ -311,5 +324,7 @@ mod tests {
         let o = Opts::parse_from(["scx_fastpath", "--monitor", "2", "--json"]);
         assert_eq!(o.monitor, Some(2.0));
         assert!(o.json);
+        let o = Opts::parse_from(["scx_fastpath", "--monitor", "1", "--tui"]);
+        assert!(o.tui && !o.json);
     }
 }

@@ -8,6 +8,7 @@ mod preflight;
 mod scheduler;
 mod stats;
 mod stats_server;
+mod tui;
 
 use std::io::IsTerminal;
 use std::mem::MaybeUninit;
@@ -103,6 +104,9 @@ fn main() -> ExitCode {
             .context("failed to write the man page")
     } else {
         match opts.monitor {
+            // No logging under --tui: a message would scribble over the
+            // screen; the dashboard shows the connection's state itself.
+            Some(secs) if opts.tui => tui::run(Duration::from_secs_f64(secs.max(0.1))),
             Some(secs) => init_logging(opts.verbose).and_then(|()| {
                 stats_server::monitor(Duration::from_secs_f64(secs.max(0.1)), opts.json)
             }),
