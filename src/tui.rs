@@ -542,7 +542,9 @@ fn draw_events(
         return;
     }
     let per_group = shown.len().div_ceil(groups).max(1);
-    let cols = Layout::horizontal(vec![Constraint::Ratio(1, groups as u32); groups]).split(inner);
+    let cols = Layout::horizontal(vec![Constraint::Ratio(1, groups as u32); groups])
+        .spacing(3)
+        .split(inner);
     for (chunk, col) in shown.chunks(per_group).zip(cols.iter()) {
         let rows = chunk.iter().map(|(name, rate, total)| {
             Row::new([
@@ -832,6 +834,23 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("counters not kept per CPU"), "{s}");
+    }
+
+    #[test]
+    fn wide_screens_show_events_in_two_columns() {
+        let mut a = sample(1000, 1, 2);
+        for name in ["SCX_EV_A", "SCX_EV_B", "SCX_EV_C"] {
+            a.kernel_events.insert(name.into(), 5);
+        }
+        let mut b = a.clone();
+        b.at_ms = 2000;
+        let mut app = App::new(Duration::from_secs(1));
+        app.push(a);
+        app.push(b);
+        let s = screen(&app, 100, 30);
+        let header = s.lines().find(|l| l.contains("total")).unwrap_or_default();
+        assert_eq!(header.matches("event").count(), 2, "{s}");
+        assert!(header.contains("total   "), "columns run together: {s}");
     }
 
     #[test]
