@@ -522,6 +522,84 @@ test_monitor() {
 	return $ok
 }
 
+# The dashboard, --monitor 1 --tui, in a 100x30 tmux pane: before a
+# scheduler starts it says it waits; then it shows a row per CPU, non-zero
+# rates and the tunables; q ends it with status 0 and the pane closes.
+# Without a terminal it refuses with one line. The last pane is kept in
+# $WORK/tui-pane.txt (the README shows one).
+tui_rows() {
+	# The per-CPU table's rows, borders blanked: "cpu queue placed/s ...".
+	sed 's/│/ /g' "$1" | awk 'NF == 7 && ($1 == "all" || $1 ~ /^[0-9]+$/)'
+}
+
+# A rate as the dashboard shows it, other than 0 or "-" (not known yet).
+tui_nonzero() { [ -n "$1" ] && [ "$1" != 0 ] && [ "$1" != - ]; }
+
+test_tui() {
+	local m ok=0 pane=$WORK/tui-pane.txt rcf=$WORK/tui.rc out rc load c i placed
+	m=$(dmesg_mark)
+	out=$("$SCHED" --monitor 1 --tui </dev/null 2>&1 >/dev/null)
+	rc=$?
+	say "stdout not a terminal: exit $rc, '$out'"
+	if [ "$rc" -eq 0 ] || [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ] ||
+		! grep -q -- '--tui needs a terminal' <<<"$out"; then
+		say "want a non-zero exit and one line saying --tui needs a terminal"
+		ok=1
+	fi
+
+	rm -f "$rcf"
+	tmux new-session -d -s fp_tui -x 100 -y 30 "$SCHED --monitor 1 --tui; echo \$? >$rcf" ||
+		{ say "tmux new-session failed"; return 1; }
+	sleep 2
+	tmux capture-pane -p -t fp_tui >"$pane"
+	if grep -q 'waiting for scx_fastpath\.\.\.' "$pane"; then
+		say "before the scheduler starts: 'waiting for scx_fastpath...'"
+	else
+		say "no 'waiting for scx_fastpath...' before the scheduler starts; the pane:"
+		sed 's/^/    | /' "$pane"
+		ok=1
+	fi
+
+	start_sched || { tmux kill-session -t fp_tui; return 1; }
+	stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 12s --quiet &
+	load=$!
+	# Rates need two samples after it connects (it retries every second).
+	for i in $(seq 10); do
+		sleep 1
+		tmux capture-pane -p -t fp_tui >"$pane"
+		placed=$(tui_rows "$pane" | awk '$1 == "all" { print $3 }')
+		[ "$i" -ge 4 ] && tui_nonzero "$placed" && break
+	done
+	say "after ${i} s: the pane (100x30):"
+	sed 's/^/    | /' "$pane"
+	grep -q '^tunables: slice_us=' "$pane" || { say "no tunables line"; ok=1; }
+	tui_nonzero "$placed" ||
+		{ say "the all row shows no placements per second: '$placed'"; ok=1; }
+	for c in $(seq 0 $((NCPU - 1))); do
+		tui_rows "$pane" | awk -v c="$c" '$1 == c { f = 1 } END { exit !f }' ||
+			{ say "no row for CPU $c"; ok=1; }
+	done
+	say "rows: $(tui_rows "$pane" | awk '{ printf "%s%s", s, $1; s = "," }') (nproc $NCPU)"
+
+	tmux send-keys -t fp_tui q
+	for i in $(seq 20); do
+		tmux has-session -t fp_tui 2>/dev/null || break
+		sleep 0.25
+	done
+	if tmux has-session -t fp_tui 2>/dev/null; then
+		say "the pane is still open 5 s after q"
+		tmux kill-session -t fp_tui
+		ok=1
+	else
+		say "q: pane closed, exit status $(cat "$rcf" 2>/dev/null || echo missing)"
+		[ "$(cat "$rcf" 2>/dev/null)" = 0 ] || { say "want exit status 0"; ok=1; }
+	fi
+	wait "$load"
+	stop_sched || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # An RT (SCHED_FIFO) hog takes the last CPU for RT_SECS while unpinned CPU
 # hogs and the sleeper probe run. With ops.cpu_release, what was queued
 # there moves to the other CPUs (rt_release, rt_avoided, rt_stolen); with
@@ -809,7 +887,7 @@ PY
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt rt_hog monitor sleeper_storm hog_storm"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt rt_hog monitor tui sleeper_storm hog_storm"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do
