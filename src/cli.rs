@@ -53,6 +53,14 @@ pub struct Opts {
     #[arg(long)]
     pub sync_wake: bool,
 
+    /// Let a sync wakeup's idle pick choose the waker's busy CPU
+    ///
+    /// Pass SCX_WAKE_SYNC to the kernel's idle-CPU pick, which then puts a
+    /// synchronous wakeup on the waker's own CPU, behind the waker, whenever
+    /// any CPU is idle. Off: the flag is masked and an idle CPU is taken.
+    #[arg(long)]
+    pub sync_affine: bool,
+
     /// No timer-deferred wakeup preemption
     ///
     /// A wakee entitled to preempt a task that has not yet run
@@ -221,12 +229,13 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} deferred_preempt={} rt_release={} sync_wake={} fast_yield={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} deferred_preempt={} rt_release={} sync_wake={} sync_affine={} fast_yield={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             on_off(!self.no_deferred_preempt),
             on_off(!self.no_rt_release),
             on_off(self.sync_wake),
+            on_off(self.sync_affine),
             on_off(!self.no_fast_yield),
             on_off(!self.no_pinned_fastpath),
             on_off(!self.no_cheap_wakeup),

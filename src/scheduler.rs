@@ -78,6 +78,7 @@ impl<'obj> Scheduler<'obj> {
         rodata.deferred_preempt = !opts.no_deferred_preempt;
         rodata.rt_release = !opts.no_rt_release;
         rodata.sync_wake = opts.sync_wake;
+        rodata.sync_affine = opts.sync_affine;
         rodata.pinned_fastpath = !opts.no_pinned_fastpath;
         rodata.cheap_wakeup = !opts.no_cheap_wakeup;
         rodata.idle_hold_ns = opts.idle_hold_us * 1000;

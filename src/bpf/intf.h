@@ -99,6 +99,7 @@ enum fp_stat_idx {
 	/* Where ops.select_cpu()/ops.enqueue() put a task. */
 	FP_STAT_DIRECT_LOCAL,	/* a waking task went straight to an idle CPU */
 	FP_STAT_WAKE_SYNC,	/* with --sync-wake: a sync wakeup went to the waker's CPU */
+	FP_STAT_WAKE_SYNC_MASKED,	/* a sync wakeup's idle pick ignored the waker's busy CPU (no --sync-affine) */
 	FP_STAT_ENQ_QUEUED,	/* a task was queued on its CPU's DSQ */
 
 	/* Fast path 1: tasks with one possible CPU. */

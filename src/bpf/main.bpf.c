@@ -63,6 +63,7 @@ const volatile bool fast_yield = true;
 const volatile bool deferred_preempt = true;
 const volatile bool rt_release = true;
 const volatile bool sync_wake;
+const volatile bool sync_affine;
 const volatile u64 idle_hold_ns;
 const volatile bool compact_layout = true;
 
@@ -630,7 +631,17 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return prev_cpu;
 	}
 
-	/* The kernel's idle tracking picks and claims an idle CPU. */
+	/*
+	 * The kernel's idle tracking picks and claims an idle CPU. Told that
+	 * a wakeup is synchronous, it returns the waker's own CPU, busy, as
+	 * long as any CPU is idle and nothing waits on the waker's local DSQ:
+	 * the wakee then waits behind a waker that may not block at once,
+	 * while an idle CPU stays idle. Unless --sync-affine, it is not told.
+	 */
+	if (!sync_affine && (wake_flags & SCX_WAKE_SYNC)) {
+		wake_flags &= ~SCX_WAKE_SYNC;
+		stat_inc(FP_STAT_WAKE_SYNC_MASKED);
+	}
 	cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, p->cpus_ptr, 0);
 	if (FP_BRANCH(FP_BR_SELECT_IDLE_FOUND, cpu >= 0)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
