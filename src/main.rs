@@ -83,6 +83,11 @@ fn run(opts: Opts) -> Result<()> {
     }
 }
 
+/// Exit status when another sched_ext scheduler holds the kernel (1 is any
+/// other failure, 2 bad usage). contrib/scx_fastpath.service names it in
+/// RestartPreventExitStatus=.
+const EXIT_BUSY: u8 = 3;
+
 fn main() -> ExitCode {
     let opts = Opts::parse();
     if opts.help_stats {
@@ -117,7 +122,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("scx_fastpath: error: {e:#}");
-            ExitCode::FAILURE
+            if e.downcast_ref::<preflight::OtherScheduler>().is_some() {
+                ExitCode::from(EXIT_BUSY)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

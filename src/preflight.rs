@@ -55,10 +55,28 @@ pub fn loaded_scheduler() -> Result<Option<String>> {
     Ok(Some(ops))
 }
 
+/// Another sched_ext scheduler holds the kernel. Its own error type, so
+/// that main() can exit with its own status (EXIT_BUSY), which the systemd
+/// unit does not restart on: retrying cannot help until that one stops.
+#[derive(Debug)]
+pub struct OtherScheduler(pub String);
+
+impl std::fmt::Display for OtherScheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "another sched_ext scheduler is already running: {} (stop it first)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for OtherScheduler {}
+
 /// Only one sched_ext scheduler can be loaded at a time.
 pub fn check_no_other_scheduler() -> Result<()> {
     if let Some(ops) = loaded_scheduler()? {
-        bail!("another sched_ext scheduler is already running: {ops} (stop it first)");
+        return Err(OtherScheduler(ops).into());
     }
     Ok(())
 }
