@@ -745,16 +745,18 @@ u32 nr_released;
 /*
  * @cpu runs RT (or deadline) work that our tasks cannot preempt, for as long
  * as it likes: what is queued there would wait for it. Queue @p on an idle
- * CPU (kicked) if there is one, else on this CPU if @p may run here and it is
- * not taken too, else on any CPU @p may run on.
+ * CPU if there is one (claimed and kicked here; *@kicked says so, and the
+ * caller does not scan for another), else on this CPU if @p may run here
+ * and it is not taken too, else on any CPU @p may run on.
  */
-static s32 away_from_released(struct task_struct *p, s32 cpu)
+static s32 away_from_released(struct task_struct *p, s32 cpu, bool *kicked)
 {
 	s32 c, this_cpu = bpf_get_smp_processor_id();
 
 	c = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (c >= 0) {
 		scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+		*kicked = true;
 	} else if (this_cpu != cpu && bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr) &&
 		   !READ_ONCE(cpu_ctx(this_cpu)->released)) {
 		c = this_cpu;
@@ -813,7 +815,7 @@ static bool is_queued_wakeup(struct task_struct *p, u64 enq_flags)
 
 static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 {
-	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
+	bool wakeup = enq_flags & SCX_ENQ_WAKEUP, kicked = false;
 	s32 cpu, idle, task_cpu = scx_bpf_task_cpu(p);
 	u64 vtime;
 
@@ -834,7 +836,7 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 
 	cpu = task_cpu;
 	if (unlikely(rt_release && READ_ONCE(cpu_ctx(cpu)->released)))
-		cpu = away_from_released(p, cpu);
+		cpu = away_from_released(p, cpu, &kicked);
 
 	vtime = queue_on(p, cpu, enq_flags);
 	stat_inc(FP_STAT_ENQ_QUEUED);
@@ -849,6 +851,9 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	if (cheap_wakeup &&
 	    FP_BRANCH(FP_BR_ENQ_NO_SCAN, wakeup && __COMPAT_is_enq_cpu_selected(enq_flags))) {
 		stat_inc(FP_STAT_WAKE_NO_SCAN);
+	} else if (kicked) {
+		/* away_from_released() already claimed and kicked an idle CPU. */
+		return;
 	} else {
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 		if (idle >= 0) {
