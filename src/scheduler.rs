@@ -236,12 +236,18 @@ impl<'obj> Scheduler<'obj> {
     /// then detach and report why it exited.
     pub fn run(&mut self, shutdown: &Receiver<()>) -> Result<UserExitInfo> {
         let mut prev = self.metrics()?;
-        let mut prev_at = Instant::now();
         let (stats_tx, stats_rx) = self.stats_server.channels();
+        // How long since the last printed sample, by the sample's own clock.
+        let attached_at = self.attached_at;
+        let since_prev = |prev: &Metrics| {
+            attached_at
+                .elapsed()
+                .saturating_sub(Duration::from_millis(prev.at_ms))
+        };
 
         while !uei_exited!(&self.skel, uei) {
             let wait = match self.stats_every {
-                Some(every) => every.saturating_sub(prev_at.elapsed()).min(POLL),
+                Some(every) => every.saturating_sub(since_prev(&prev)).min(POLL),
                 None => POLL,
             };
             match shutdown.recv_timeout(wait) {
@@ -255,11 +261,10 @@ impl<'obj> Scheduler<'obj> {
                     .context("the stats socket's thread is gone")?;
             }
             if let Some(every) = self.stats_every {
-                if prev_at.elapsed() >= every {
+                if since_prev(&prev) >= every {
                     let now = self.metrics()?;
                     println!("[fastpath] {}", now.format_line(&prev));
                     prev = now;
-                    prev_at = Instant::now();
                 }
             }
         }
