@@ -1,5 +1,7 @@
 //! Command-line options.
 
+use std::process::ExitCode;
+
 use clap::Parser;
 
 use crate::bpf_intf;
@@ -23,8 +25,10 @@ pub struct Opts {
         long,
         value_name = "US",
         default_value_t = 5000,
-        value_parser = clap::value_parser!(u64).range(
-            bpf_intf::fp_consts_FP_SLICE_US_MIN as u64..=bpf_intf::fp_consts_FP_SLICE_US_MAX as u64
+        allow_negative_numbers = true,
+        value_parser = int_in(
+            bpf_intf::fp_consts_FP_SLICE_US_MIN as u64,
+            bpf_intf::fp_consts_FP_SLICE_US_MAX as u64
         )
     )]
     pub slice_us: u64,
@@ -40,7 +44,8 @@ pub struct Opts {
         long,
         value_name = "US",
         default_value_t = 1000,
-        value_parser = clap::value_parser!(u64).range(0..=bpf_intf::fp_consts_FP_WAKEUP_GRAN_US_MAX as u64)
+        allow_negative_numbers = true,
+        value_parser = int_in(0, bpf_intf::fp_consts_FP_WAKEUP_GRAN_US_MAX as u64)
     )]
     pub wakeup_gran_us: u64,
 
@@ -119,7 +124,8 @@ pub struct Opts {
         long,
         value_name = "US",
         default_value_t = 0,
-        value_parser = clap::value_parser!(u64).range(0..=bpf_intf::fp_consts_FP_IDLE_HOLD_US_MAX as u64)
+        allow_negative_numbers = true,
+        value_parser = int_in(0, bpf_intf::fp_consts_FP_IDLE_HOLD_US_MAX as u64)
     )]
     pub idle_hold_us: u64,
 
@@ -128,7 +134,12 @@ pub struct Opts {
     /// Ask the CPU idle governor (PM QoS, /dev/cpu_dma_latency) for idle
     /// states that resume within this many microseconds, while running;
     /// restored on exit. Complements --idle-hold-us. Off when not given.
-    #[arg(long, value_name = "US", value_parser = clap::value_parser!(i32).range(0..=1_000_000))]
+    #[arg(
+        long,
+        value_name = "US",
+        allow_negative_numbers = true,
+        value_parser = int_in(0i32, 1_000_000)
+    )]
     pub idle_resume_us: Option<i32>,
 
     /// Fast path 4 off (cache-line layout)
@@ -144,14 +155,20 @@ pub struct Opts {
     /// Print a line of scheduler counters every SECS seconds (fractions
     /// allowed; 0: off). The same figures are always served on the
     /// scx_stats socket, /var/run/scx/root/stats.
-    #[arg(long, value_name = "SECS", default_value_t = 0.0, value_parser = parse_secs)]
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 0.0,
+        allow_negative_numbers = true,
+        value_parser = parse_secs
+    )]
     pub stats: f64,
 
     /// Load nothing: show the running instance's counters
     ///
     /// Load nothing: show the running scx_fastpath's figures (from its stats
     /// socket) every SECS seconds, until Ctrl-C. Waits for one to start.
-    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_secs)]
     pub monitor: Option<f64>,
 
     /// With --monitor: one JSON object per sample
@@ -173,8 +190,15 @@ pub struct Opts {
     /// Size of the kernel's debug dump on an error exit
     ///
     /// Bytes of the debug dump the kernel fills in when it ejects the
-    /// scheduler (0: the kernel's default size).
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    /// scheduler (0: the kernel's default size). At most 2147483647: the
+    /// kernel refuses a larger BPF array value, so the load would fail.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_parser = int_in(0u32, EXIT_DUMP_LEN_MAX)
+    )]
     pub exit_dump_len: u32,
 
     /// Print a completion script for SHELL and exit
@@ -182,7 +206,7 @@ pub struct Opts {
     /// Print the shell completion script for SHELL (bash, zsh, fish, elvish,
     /// powershell) and exit; scripts/install and scripts/package install
     /// the bash, zsh and fish ones.
-    #[arg(long, value_name = "SHELL", value_enum)]
+    #[arg(long, value_name = "SHELL", allow_negative_numbers = true, value_enum)]
     pub completions: Option<clap_complete::Shell>,
 
     /// Print the man page (roff) and exit
@@ -205,16 +229,88 @@ pub struct Opts {
     pub verbose: u8,
 }
 
+/// Largest --exit-dump-len: scx_utils sizes the exit dump's BPF array map
+/// value to it, and the kernel refuses an array value above INT_MAX (-E2BIG
+/// in array_map_alloc_check), so a larger one could only fail the load.
+const EXIT_DUMP_LEN_MAX: u32 = 2_147_483_647;
+
+/// A whole number in `min..=max`, for the integer options. clap's own
+/// parsers call -1 an "invalid digit" and 2^64 "too large to fit in target
+/// type"; this names the range instead. The value itself is in clap's part
+/// of the message ("invalid value '-1' for '--slice-us <US>': ...").
+fn int_in<T>(min: T, max: T) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: Copy + Into<i128> + TryFrom<i128> + Send + Sync + 'static,
+{
+    move |s: &str| {
+        let (lo, hi): (i128, i128) = (min.into(), max.into());
+        let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("not a whole number ({lo}..={hi})"));
+        }
+        // More digits than an i128 holds is out of range too.
+        match s.parse::<i128>() {
+            Ok(v) if (lo..=hi).contains(&v) => {
+                T::try_from(v).map_err(|_| format!("not in {lo}..={hi}"))
+            }
+            _ => Err(format!("not in {lo}..={hi}")),
+        }
+    }
+}
+
 /// Seconds for --stats and --monitor: a number from 0 to 3600, fractions
-/// allowed.
+/// allowed (NaN and infinities are not in range).
 fn parse_secs(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+        .map_err(|_| "not a number of seconds (0..=3600)".to_string())?;
     if !(0.0..=3600.0).contains(&v) {
-        return Err(format!("{s} is not in 0..=3600"));
+        return Err("not in 0..=3600".to_string());
     }
     Ok(v)
+}
+
+/// Parses the command line. --help and --version print and exit 0 as clap
+/// does; a usage error is one line on stderr, "error: ...", and exit status
+/// 2. (clap's own rendering adds a usage line and tips: up to 7 lines.)
+pub fn parse() -> Result<Opts, ExitCode> {
+    match Opts::try_parse() {
+        Ok(opts) => Ok(opts),
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            eprintln!("{}", one_line(&e));
+            Err(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)))
+        }
+    }
+}
+
+/// clap's error as one line: its message (the first paragraph, whose lines,
+/// e.g. "[possible values: ...]", are joined), and the similar flag or value
+/// it suggests, if any.
+fn one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+
+    let text = e.render().to_string();
+    let message = text.split("\n\n").next().unwrap_or_default();
+    let mut line = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    for kind in [ContextKind::SuggestedArg, ContextKind::SuggestedValue] {
+        match e.get(kind) {
+            Some(ContextValue::String(s)) => line.push_str(&format!(" (did you mean '{s}'?)")),
+            Some(ContextValue::Strings(v)) if !v.is_empty() => {
+                line.push_str(&format!(" (did you mean '{}'?)", v.join("' or '")))
+            }
+            _ => {}
+        }
+    }
+    if line.is_empty() {
+        line = format!("error: {}", e.kind());
+    }
+    line
 }
 
 fn on_off(b: bool) -> &'static str {
@@ -307,6 +403,52 @@ mod tests {
         assert!(
             Opts::try_parse_from(["scx_fastpath", "--monitor", "1", "--tui", "--json"]).is_err()
         );
+    }
+
+    #[test]
+    fn bad_numbers_name_the_range() {
+        let err = |args: &[&str]| {
+            let mut argv = vec!["scx_fastpath"];
+            argv.extend_from_slice(args);
+            match Opts::try_parse_from(argv) {
+                Ok(_) => panic!("{args:?} was accepted"),
+                Err(e) => one_line(&e),
+            }
+        };
+        let e = err(&["--slice-us", "-1"]);
+        assert_eq!(
+            e,
+            "error: invalid value '-1' for '--slice-us <US>': not in 100..=100000"
+        );
+        let e = err(&["--wakeup-gran-us", "18446744073709551616"]);
+        assert!(e.ends_with("not in 0..=100000"), "{e}");
+        let e = err(&["--idle-resume-us", "abc"]);
+        assert!(e.ends_with("not a whole number (0..=1000000)"), "{e}");
+        let e = err(&["--exit-dump-len", "2147483648"]);
+        assert!(e.ends_with("not in 0..=2147483647"), "{e}");
+        let e = err(&["--stats", "-0.5"]);
+        assert!(e.ends_with("'--stats <SECS>': not in 0..=3600"), "{e}");
+        let e = err(&["--monitor", "NaN"]);
+        assert!(e.ends_with("not in 0..=3600"), "{e}");
+        let e = err(&["--json"]);
+        assert_eq!(
+            e,
+            "error: the following required arguments were not provided: --monitor <SECS>"
+        );
+        let e = err(&["--jsn"]);
+        assert!(e.ends_with("(did you mean '--json'?)"), "{e}");
+        let e = err(&["--completions", "bsh"]);
+        assert!(e.contains("[possible values: bash,"), "{e}");
+        assert!(e.ends_with("(did you mean 'bash'?)"), "{e}");
+    }
+
+    #[test]
+    fn whole_numbers_take_a_sign_and_leading_zeros() {
+        let o = Opts::parse_from(["scx_fastpath", "--slice-us", "+0200", "--idle-resume-us=-0"]);
+        assert_eq!(o.slice_us, 200);
+        assert_eq!(o.idle_resume_us, Some(0));
+        let o = Opts::parse_from(["scx_fastpath", "--exit-dump-len", "2147483647"]);
+        assert_eq!(o.exit_dump_len, 2_147_483_647);
     }
 
     #[test]

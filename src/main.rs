@@ -18,7 +18,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 use log::info;
 
 use crate::cli::Opts;
@@ -89,7 +89,10 @@ fn run(opts: Opts) -> Result<()> {
 const EXIT_BUSY: u8 = 3;
 
 fn main() -> ExitCode {
-    let opts = Opts::parse();
+    let opts = match cli::parse() {
+        Ok(opts) => opts,
+        Err(code) => return code,
+    };
     if opts.help_stats {
         print!("{}", stats::describe_counters());
         return ExitCode::SUCCESS;
