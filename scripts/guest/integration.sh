@@ -522,6 +522,37 @@ test_monitor() {
 	return $ok
 }
 
+# The kernel's debug dump carries scx_fastpath's own state: per CPU
+# (ops.dump_cpu: DSQ depth, clocks, flags) and per runnable task
+# (ops.dump_task: vtime, lag, average run). sysrq-D writes the dump only to
+# the sched_ext_dump tracepoint (an error exit also writes it to the exit
+# message, --exit-dump-len). Without those ops the lines are absent and it
+# fails. The dump must not disturb the scheduler.
+test_dump() {
+	local ok=0 hog dump=$WORK/dump.txt t=/sys/kernel/tracing
+	mountpoint -q "$t" || mount -t tracefs nodev "$t" || { say "no tracefs"; return 1; }
+	start_sched || return 1
+	stress-ng --temp-path "$WORK" --cpu $((NCPU * 2)) --timeout 6s --quiet &
+	hog=$!
+	sleep 2
+	echo 1 >"$t/events/sched_ext/sched_ext_dump/enable"
+	echo >"$t/trace"
+	echo 1 >/proc/sys/kernel/sysrq
+	echo D >/proc/sysrq-trigger
+	sleep 1
+	cp "$t/trace" "$dump"
+	echo 0 >"$t/events/sched_ext/sched_ext_dump/enable"
+	say "sysrq-D: $(grep -c 'fastpath: dsq' "$dump") CPU lines, $(grep -c 'fastpath: vtime=' "$dump") task lines; e.g."
+	grep -m1 'fastpath: dsq' "$dump" | sed 's/.*sched_ext_dump: *//' | cut -c1-160 | sed 's/^/    | /'
+	grep -m1 'fastpath: vtime=' "$dump" | sed 's/.*sched_ext_dump: *//' | cut -c1-160 | sed 's/^/    | /'
+	grep -q 'fastpath: dsq' "$dump" || { say "no per-CPU state in the dump"; ok=1; }
+	grep -q 'fastpath: vtime=' "$dump" || { say "no per-task state in the dump"; ok=1; }
+	[ "$(state)" = enabled ] || { say "state $(state) after the dump"; ok=1; }
+	wait "$hog"
+	stop_sched || ok=1
+	return $ok
+}
+
 # The dashboard, --monitor 1 --tui, in a 100x30 tmux pane: before a
 # scheduler starts it says it waits; then it shows a row per CPU, non-zero
 # rates and the tunables; q ends it with status 0 and the pane closes.
@@ -887,7 +918,7 @@ PY
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt rt_hog monitor tui sleeper_storm hog_storm"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt rt_hog monitor tui dump sleeper_storm hog_storm"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do

@@ -1317,6 +1317,42 @@ void BPF_STRUCT_OPS(fastpath_cgroup_move, struct task_struct *p,
 		task_set_cgroup(tctx, to);
 }
 
+/* ------------------------------------------------------------------------
+ * The kernel's debug dump (an error exit with --exit-dump-len, or sysrq-D):
+ * our own state beside the kernel's, so a dump says why a task waited.
+ * ------------------------------------------------------------------------ */
+
+void BPF_STRUCT_OPS(fastpath_dump, struct scx_dump_ctx *dctx)
+{
+	scx_bpf_dump("fastpath: slice_ns=%llu wakeup_gran_ns=%llu nr_released=%u",
+		     slice_ns, wakeup_gran_ns, READ_ONCE(nr_released));
+}
+
+void BPF_STRUCT_OPS(fastpath_dump_cpu, struct scx_dump_ctx *dctx, s32 cpu, bool idle)
+{
+	struct fp_cpu *cctx = cpu_ctx(cpu);
+	s32 queued = scx_bpf_dsq_nr_queued(cpu);
+
+	/* An idle CPU with nothing queued has nothing to say. */
+	if (idle && queued <= 0)
+		return;
+	scx_bpf_dump("fastpath: dsq %d queued=%d vmin=%llu curr_vtime=%llu busy=%u kthread=%u long=%u kicked=%u released=%u holding=%u",
+		     cpu, queued, cctx->vmin, cctx->curr_vtime, cctx->curr_busy,
+		     cctx->curr_kthread, cctx->curr_long, cctx->kicked,
+		     cctx->released, cctx->holding);
+}
+
+void BPF_STRUCT_OPS(fastpath_dump_task, struct scx_dump_ctx *dctx, struct task_struct *p)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	if (!tctx)
+		return;
+	scx_bpf_dump("fastpath: vtime=%llu lag=%lld cpu=%d asleep=%u avg_run_ns=%llu weight=%u cg_weight=%u",
+		     tctx->vtime, tctx->lag, tctx->cpu, tctx->asleep, tctx->avg_run,
+		     p->scx.weight, tctx->cg_weight);
+}
+
 s32 BPF_STRUCT_OPS_SLEEPABLE(fastpath_init)
 {
 	s32 cpu, ret;
@@ -1389,6 +1425,9 @@ SCX_OPS_DEFINE(fastpath_ops,
 	       .cgroup_move		= (void *)fastpath_cgroup_move,
 	       .init			= (void *)fastpath_init,
 	       .exit			= (void *)fastpath_exit,
+	       .dump			= (void *)fastpath_dump,
+	       .dump_cpu		= (void *)fastpath_dump_cpu,
+	       .dump_task		= (void *)fastpath_dump_task,
 	       .flags			= SCX_OPS_ENQ_MIGRATION_DISABLED,
 	       .timeout_ms		= FP_TIMEOUT_MS,
 	       .name			= "fastpath");
