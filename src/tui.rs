@@ -739,11 +739,17 @@ mod tests {
         assert!(app.history.is_empty() && app.rates.is_none());
     }
 
+    /// An app that has seen two samples a second apart, of `ncpus` CPUs.
+    fn two_samples(ncpus: usize) -> App {
+        let mut app = App::new(Duration::from_secs(1));
+        app.push(sample(1000, 1, ncpus));
+        app.push(sample(2000, 2, ncpus));
+        app
+    }
+
     #[test]
     fn fits_80x24() {
-        let mut app = App::new(Duration::from_secs(1));
-        app.push(sample(1000, 1, 2));
-        app.push(sample(2000, 2, 2));
+        let app = two_samples(2);
         let s = screen(&app, 80, 24);
         assert!(s.contains("scx_fastpath 0.1.0-gabc | up 0h00m02s"), "{s}");
         assert!(s.contains("tunables: slice_us=5000"), "{s}");
@@ -780,9 +786,7 @@ mod tests {
 
     #[test]
     fn many_cpus_scroll() {
-        let mut app = App::new(Duration::from_secs(1));
-        app.push(sample(1000, 1, 64));
-        app.push(sample(2000, 2, 64));
+        let mut app = two_samples(64);
         let s = screen(&app, 80, 24);
         assert!(s.contains("per CPU: 0-"), "{s}");
         for _ in 0..100 {
