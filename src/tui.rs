@@ -822,17 +822,22 @@ mod tests {
         assert!(s.contains("waiting for scx_fastpath..."), "{s}");
     }
 
+    /// The screen after `a` and the same counters a second later.
+    fn screen_after(a: Metrics, w: u16, h: u16) -> String {
+        let mut b = a.clone();
+        b.at_ms = a.at_ms + 1000;
+        let mut app = App::new(Duration::from_secs(1));
+        app.push(a);
+        app.push(b);
+        screen(&app, w, h)
+    }
+
     #[test]
     fn no_kernel_events_and_no_per_cpu_counters() {
         let mut a = sample(1000, 1, 2);
         a.kernel_events.clear();
         a.config = a.config.replace("compact_layout=on", "compact_layout=off");
-        let mut b = a.clone();
-        b.at_ms = 2000;
-        let mut app = App::new(Duration::from_secs(1));
-        app.push(a);
-        app.push(b);
-        let s = screen(&app, 100, 30);
+        let s = screen_after(a, 100, 30);
         assert!(
             s.contains("none: this kernel has no /sys/kernel/sched_ext/root/events"),
             "{s}"
@@ -846,12 +851,7 @@ mod tests {
         for name in ["SCX_EV_A", "SCX_EV_B", "SCX_EV_C"] {
             a.kernel_events.insert(name.into(), 5);
         }
-        let mut b = a.clone();
-        b.at_ms = 2000;
-        let mut app = App::new(Duration::from_secs(1));
-        app.push(a);
-        app.push(b);
-        let s = screen(&app, 100, 30);
+        let s = screen_after(a, 100, 30);
         let header = s.lines().find(|l| l.contains("total")).unwrap_or_default();
         assert_eq!(header.matches("event").count(), 2, "{s}");
         assert!(header.contains("total   "), "columns run together: {s}");
