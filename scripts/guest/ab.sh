@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Same-guest A/B of scx_fastpath variants against the default scheduler,
+# with the causes beside the throughput: per workload, its result, context
+# switches per second (/proc/stat), idle ticks, rescheduling and
+# function-call IPIs (/proc/interrupts), and each variant's non-zero
+# counters (first round). Quicker than scripts/bench for trying a policy
+# change; not a benchmark (no noise floor, few rounds). Run as
+#   scripts/vm -- scripts/guest/ab.sh
+# with, as --env:
+#   VARIANTS  "NAME=BINARY ARGS|NAME=BINARY ARGS" (default fastpath=target/release/scx_fastpath)
+#   W         "WORKLOAD N;..." where WORKLOAD is a stress-ng stressor (N
+#             instances, ops/s) or hbpipe, hbsock (hackbench seconds),
+#             perfpipe (perf bench sched pipe us/op), cyclic (cyclictest
+#             average latency in us against 2 hogs); N is ignored for those
+#   T         seconds per stress-ng run (default 4); R rounds (default 2)
+# Lines "RES NAME WORKLOAD-xN value=V ..." are for scripts/ab-report.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+ctxt() { awk '/^ctxt/ {print $2}' /proc/stat; }
+idle_ticks() { awk '/^cpu / {print $5}' /proc/stat; }
+# Rescheduling and function-call IPIs, summed over CPUs.
+ipis() {
+	awk '/RES:|CAL:/ {s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; printf "%d ", s}' /proc/interrupts
+}
+
+W=${W:-"switch 1;yield 1;tee 1;futex 2;tee 2"}
+T=${T:-4}
+
+# One run of workload $2 ($3 instances) under whatever is loaded, as $1.
+one() {
+	local tag=$1 w=$2 n=$3 r c0 c1 i0 i1 d0 d1 hog
+	c0=$(ctxt) i0=$(ipis) d0=$(idle_ticks)
+	case $w in
+	hbpipe) r=$({ /usr/bin/time -f %e hackbench -p -g 2 -l 50 >/dev/null; } 2>&1 | tail -n 1) ;;
+	hbsock) r=$({ /usr/bin/time -f %e hackbench -g 2 -l 50 >/dev/null; } 2>&1 | tail -n 1) ;;
+	perfpipe) r=$(perf bench sched pipe -l 5000 | awk '/usecs\/op/ {print $1}') ;;
+	cyclic)
+		stress-ng --temp-path "$WORK" --cpu 2 -t 9s --quiet &
+		hog=$!
+		sleep 0.5
+		r=$(cyclictest --policy=other -i 1000 -t 1 -q -D 6 | sed -n 's/.*Avg: *\([0-9]*\).*/\1/p' | tail -n 1)
+		kill "$hog"
+		wait "$hog"
+		;;
+	*) r=$(stress-ng --temp-path "$WORK" --"$w" "$n" --timeout "${T}s" --metrics-brief 2>&1 |
+		awk -v s="$w" '$4 == s {print $(NF - 1)}' | head -n 1) ;;
+	esac
+	c1=$(ctxt) i1=$(ipis) d1=$(idle_ticks)
+	echo "RES $tag $w-x$n value=$r ctxt/s=$(((c1 - c0) / T)) idle_ticks=$((d1 - d0)) res,cal=[$i0] -> [$i1]"
+}
+
+IFS=';' read -ra ws <<<"$W"
+IFS='|' read -ra vs <<<"${VARIANTS:-fastpath=target/release/scx_fastpath}"
+for round in $(seq "${R:-2}"); do
+	for w in "${ws[@]}"; do
+		one default "${w% *}" "${w#* }"
+		for v in "${vs[@]}"; do
+			spec=${v#*=} SCHED=${spec%% *} args=""
+			[ "$spec" != "$SCHED" ] && args=${spec#* }
+			# shellcheck disable=SC2086 # ARGS are words
+			start_sched $args >/dev/null || { echo "start failed: $v"; cat "$SCHED_LOG"; exit 1; }
+			one "${v%%=*}" "${w% *}" "${w#* }"
+			kill -INT "$SCHED_PID"
+			wait "$SCHED_PID"
+			SCHED_PID=
+			[ "$round" = 1 ] && grep totals "$SCHED_LOG" | tr ' ' '\n' | grep '=' | grep -v '=0$' | tr '\n' ' ' && echo
+		done
+	done
+done
