@@ -196,10 +196,10 @@ impl<'obj> Scheduler<'obj> {
                     .as_ref()
                     .context("BPF skeleton has no .bss")?;
                 // SAFETY: as above, written by BPF.
-                snap.queued = unsafe { std::ptr::read_volatile(&bss.nr_queued) };
                 for (d, q) in depths.iter_mut().zip(bss.nr_queued_cpu.iter()) {
                     *d = unsafe { std::ptr::read_volatile(q) };
                 }
+                snap.queued = depths.iter().sum();
             }
             Err(e) if !self.queued_warned => {
                 warn!("cannot sample queue depths: {e}");

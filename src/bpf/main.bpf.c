@@ -191,10 +191,9 @@ struct fp_cpu_stats_line fp_stats[FP_MAX_CPUS] SEC(".data.stats");
 struct fp_cpu_stats fp_stats_shared SEC(".data.stats_shared");
 
 /*
- * Tasks waiting on all DSQs, and on each CPU's, refreshed on demand by
- * fp_sample_queued.
+ * Tasks waiting on each CPU's DSQ, refreshed on demand by fp_sample_queued
+ * (the loader sums them).
  */
-u64 nr_queued;
 u64 nr_queued_cpu[FP_MAX_CPUS];
 
 static __always_inline struct fp_cpu *cpu_ctx(s32 cpu)
@@ -1392,7 +1391,6 @@ void BPF_STRUCT_OPS(fastpath_exit, struct scx_exit_info *ei)
 SEC("syscall")
 int fp_sample_queued(void *ctx)
 {
-	u64 sum = 0;
 	s32 cpu;
 
 	bpf_for(cpu, 0, nr_cpu_ids) {
@@ -1401,10 +1399,7 @@ int fp_sample_queued(void *ctx)
 		if (n < 0)
 			n = 0;
 		nr_queued_cpu[cpu & (FP_MAX_CPUS - 1)] = n;
-		sum += n;
 	}
-
-	nr_queued = sum;
 	return 0;
 }
 
