@@ -111,13 +111,16 @@ fn main() -> ExitCode {
             .render(&mut std::io::stdout())
             .context("failed to write the man page")
     } else {
-        match opts.monitor {
+        match opts
+            .monitor
+            .map(|secs| Duration::from_secs_f64(secs.max(0.1)))
+        {
             // No logging under --tui: a message would scribble over the
             // screen; the dashboard shows the connection's state itself.
-            Some(secs) if opts.tui => tui::run(Duration::from_secs_f64(secs.max(0.1))),
-            Some(secs) => init_logging(opts.verbose).and_then(|()| {
-                stats_server::monitor(Duration::from_secs_f64(secs.max(0.1)), opts.json)
-            }),
+            Some(every) if opts.tui => tui::run(every),
+            Some(every) => {
+                init_logging(opts.verbose).and_then(|()| stats_server::monitor(every, opts.json))
+            }
             None => run(opts),
         }
     };
