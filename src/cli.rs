@@ -49,6 +49,24 @@ pub struct Opts {
     )]
     pub wakeup_gran_us: u64,
 
+    /// Wakeup preemption granularity against long-running tasks, in microseconds
+    ///
+    /// A task whose runs average at least --wakeup-gran-us (a CPU hog) is
+    /// preempted for a waking task once it has run this long and is behind
+    /// the wakee by this much, by the deferred-preemption timer if need be.
+    /// Tasks with short runs keep --wakeup-gran-us. Measured from the start
+    /// of the hog's run, which is the moment the last wakee blocked: with
+    /// the long floor a periodic sleeper waking every millisecond came back
+    /// later each period.
+    #[arg(
+        long,
+        value_name = "US",
+        default_value_t = 250,
+        allow_negative_numbers = true,
+        value_parser = int_in(0, bpf_intf::fp_consts_FP_WAKEUP_GRAN_US_MAX as u64)
+    )]
+    pub hog_gran_us: u64,
+
     /// Run a sync wakeup's wakee on the waker's CPU
     ///
     /// Run the wakee of a synchronous wakeup (the waker is about to block,
@@ -89,6 +107,17 @@ pub struct Opts {
     /// default the yielding task just goes on).
     #[arg(long)]
     pub no_fast_yield: bool,
+
+    /// A blocking task's lag measured from the CPU's clock only
+    ///
+    /// A task that blocks remembers its lag (how far behind its CPU's
+    /// clock it is) for its wakeup. By default the clock is taken as the
+    /// vtime of the task queued next on the CPU, if that is ahead: the
+    /// clock itself moves only when a task starts, so a sleeper that
+    /// preempts a CPU hog blocked against where the hog started, not where
+    /// it got to. This flag measures from the CPU's clock only.
+    #[arg(long)]
+    pub no_head_lag: bool,
 
     /// Fast path 1 off (pinned tasks)
     ///
@@ -325,14 +354,16 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} deferred_preempt={} rt_release={} sync_wake={} sync_affine={} fast_yield={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} rt_release={} sync_wake={} sync_affine={} fast_yield={} head_lag={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
+            self.hog_gran_us,
             on_off(!self.no_deferred_preempt),
             on_off(!self.no_rt_release),
             on_off(self.sync_wake),
             on_off(self.sync_affine),
             on_off(!self.no_fast_yield),
+            on_off(!self.no_head_lag),
             on_off(!self.no_pinned_fastpath),
             on_off(!self.no_cheap_wakeup),
             on_off(self.queued_wakeup),

@@ -74,7 +74,9 @@ impl<'obj> Scheduler<'obj> {
             .context("BPF skeleton has no .rodata")?;
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.wakeup_gran_ns = opts.wakeup_gran_us * 1000;
+        rodata.hog_gran_ns = opts.hog_gran_us * 1000;
         rodata.fast_yield = !opts.no_fast_yield;
+        rodata.head_lag = !opts.no_head_lag;
         rodata.deferred_preempt = !opts.no_deferred_preempt;
         rodata.rt_release = !opts.no_rt_release;
         rodata.sync_wake = opts.sync_wake;

@@ -131,6 +131,7 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_DEFERRED,	/* the running task had not had --wakeup-gran-us yet: a timer will preempt it when it has */
 	FP_STAT_WAKE_DEFER_KICK,	/* ... and the timer preempted it (the same run was still going on) */
 	FP_STAT_WAKE_SHORT_RUNNER,	/* no later preemption: the running task's runs average under --wakeup-gran-us */
+	FP_STAT_WAKE_HOG_GRAN,	/* a long-running task was preempted (now or by the timer) at --hog-gran-us */
 	FP_STAT_WAKE_KTHREAD_KEPT,	/* no preemption: the CPU runs a kernel thread, which keeps it to the end of its slice */
 
 	/* A CPU taken by a higher sched class (RT, deadline). */
@@ -143,6 +144,7 @@ enum fp_stat_idx {
 	FP_STAT_YIELD_GIVEN,	/* sched_yield() gave the CPU to a waiting task */
 
 	/* Weights and the starvation guard. */
+	FP_STAT_LAG_HEAD,	/* a blocking task's lag was measured from its CPU's DSQ head, ahead of the CPU's clock */
 	FP_STAT_KTHREAD_WAKE,	/* a waking kernel thread got the kthread credit */
 	FP_STAT_STARVE_RESCUE,	/* the guard ran a task that had waited FP_STARVE_MS */
 	FP_STAT_CGROUP_WEIGHT,	/* a cgroup's cpu.weight was set or changed */

@@ -57,9 +57,11 @@ UEI_DEFINE(uei);
 /* Set by the loader before load. */
 const volatile u64 slice_ns = 5ULL * 1000 * 1000;
 const volatile u64 wakeup_gran_ns = 1000ULL * 1000;
+const volatile u64 hog_gran_ns = 250ULL * 1000;
 const volatile bool pinned_fastpath = true;
 const volatile bool cheap_wakeup = true;
 const volatile bool fast_yield = true;
+const volatile bool head_lag = true;
 const volatile bool deferred_preempt = true;
 const volatile bool rt_release = true;
 const volatile bool sync_wake;
@@ -454,6 +456,22 @@ static s32 init_defer_timer(s32 cpu)
 }
 
 /*
+ * The wakeup preemption granularity against the running task: --hog-gran-us
+ * if its runs are long (@hog), else --wakeup-gran-us. Both are counted from
+ * the start of its run, and a hog's run starts when the last wakee blocked:
+ * with the long floor for hogs too, a sleeper waking every millisecond
+ * against a hog could run only once per floor plus its own run, so it woke
+ * later each period and cyclictest's average latency read twice the default
+ * scheduler's. Tasks with short runs keep the long floor: they usually
+ * block before it, and preempting them sooner cost hackbench and stress-ng
+ * switch most of their throughput (docs/ab, 2026-11-30-wakeup-gran.log).
+ */
+static __always_inline u64 preempt_gran(bool hog)
+{
+	return hog && hog_gran_ns < wakeup_gran_ns ? hog_gran_ns : wakeup_gran_ns;
+}
+
+/*
  * Preempt @cpu for waking task @p if the task running there has run for at
  * least --wakeup-gran-us and is behind @p in virtual time, counting its
  * runtime so far, by more than that.
@@ -464,8 +482,9 @@ static s32 init_defer_timer(s32 cpu)
 static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
-	u64 curr_vtime, started, ran, at, need;
+	u64 curr_vtime, started, ran, at, need, gran;
 	u32 weight;
+	bool hog;
 
 	/*
 	 * Cheap wakeups: no kick when it cannot matter. The CPU runs none of
@@ -496,19 +515,21 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 	started = READ_ONCE(cctx->curr_started);
 	weight = READ_ONCE(cctx->curr_weight) ?: 100;
 	ran = clock_delta(now, started);
+	hog = READ_ONCE(cctx->curr_long);
+	gran = preempt_gran(hog);
 
 	/*
 	 * When, counted from the start of its run, the running task will be
-	 * behind the wakee by --wakeup-gran-us in vtime (at its weight, real
+	 * behind the wakee by the granularity in vtime (at its weight, real
 	 * time goes 100 / weight times as fast in vtime); never before it has
 	 * run that long in real time either. A nice-19 task's vtime races
 	 * ahead (a microsecond of CPU is a hundred in vtime), so without that
 	 * floor every wakeup preempted it within microseconds.
 	 */
 	curr_vtime = READ_ONCE(cctx->curr_vtime);
-	at = wakeup_gran_ns;
-	if (time_before(curr_vtime, vtime + wakeup_gran_ns)) {
-		need = (vtime + wakeup_gran_ns - curr_vtime) * weight / 100;
+	at = gran;
+	if (time_before(curr_vtime, vtime + gran)) {
+		need = (vtime + gran - curr_vtime) * weight / 100;
 		if (need > at)
 			at = need;
 	}
@@ -526,13 +547,17 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 	 * before the timer, and preempting the rest of such tasks cost
 	 * hackbench a third and stress-ng switch half their throughput.
 	 */
-	if (!READ_ONCE(cctx->curr_long)) {
+	if (!hog) {
 		stat_inc(FP_STAT_WAKE_SHORT_RUNNER);
 		return;
 	}
+	if (gran < wakeup_gran_ns)
+		stat_inc(FP_STAT_WAKE_HOG_GRAN);
 	defer_preempt(cpu, started, at - ran);
 	return;
 kick:
+	if (hog && gran < wakeup_gran_ns)
+		stat_inc(FP_STAT_WAKE_HOG_GRAN);
 	WRITE_ONCE(cctx->kicked, 1);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	stat_inc(FP_STAT_WAKE_PREEMPT);
@@ -1220,6 +1245,33 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 		adapt_hold_window(cctx, bpf_ktime_get_ns());
 }
 
+/*
+ * The clock a blocking task's lag is measured from. A CPU's clock moves only
+ * when a task starts to run (advance_vmin()), so while a task that ran ahead
+ * of it is preempted by a wakee, the clock still reads where that task
+ * started: a periodic sleeper that preempts a CPU hog every millisecond
+ * blocked each time against a clock one hog run behind, lost a little lag
+ * per wakeup instead of gaining what the hog ran meanwhile, and after a
+ * few hundred wakeups came back ahead of the hog by two slices, too far to
+ * preempt it (cyclictest's average latency against hogs read 2.3 ms, the
+ * default scheduler's 1.0 ms). With head_lag the clock is where it will be
+ * when the next queued task starts: the DSQ head's vtime, if that is ahead.
+ */
+static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
+{
+	u64 clock = cctx->vmin;
+	struct task_struct *head;
+
+	if (!head_lag)
+		return clock;
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (head && time_before(clock, head->scx.dsq_vtime)) {
+		stat_inc(FP_STAT_LAG_HEAD);
+		clock = head->scx.dsq_vtime;
+	}
+	return clock;
+}
+
 void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 {
 	struct fp_cpu *cctx = cpu_ctx(bpf_get_smp_processor_id());
@@ -1241,7 +1293,7 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 
 	/* Blocking: remember how far behind (or ahead) it was, bounded. */
 	if (!runnable) {
-		s64 lag = (s64)(cctx->vmin - tctx->vtime);
+		s64 lag = (s64)(block_clock(cctx, bpf_get_smp_processor_id()) - tctx->vtime);
 		s64 max = FP_LAG_SLICES * slice_ns;
 
 		tctx->lag = lag > max ? max : (lag < -max ? -max : lag);
