@@ -182,8 +182,11 @@ pub struct Opts {
     /// Print a line of counters every SECS seconds (0: off)
     ///
     /// Print a line of scheduler counters every SECS seconds (fractions
-    /// allowed; 0: off). The same figures are always served on the
-    /// scx_stats socket, /var/run/scx/root/stats.
+    /// allowed; 0: off): tasks placed and the share that took a fast path,
+    /// dispatched and the share stolen, preemptions, yields, the queue
+    /// depth; with -v also every counter's rate. A totals line at exit.
+    /// The same figures are always served on the scx_stats socket,
+    /// /var/run/scx/root/stats.
     #[arg(
         long,
         value_name = "SECS",
@@ -253,7 +256,9 @@ pub struct Opts {
 
     /// Debug messages, including libbpf's (repeat for more)
     ///
-    /// Verbose output: debug messages, including libbpf's. Repeat for more.
+    /// Verbose output: debug messages, including libbpf's, and with --stats
+    /// or --monitor every counter's rate under the summary line. Repeat for
+    /// more.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
 }

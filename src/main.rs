@@ -118,9 +118,8 @@ fn main() -> ExitCode {
             // No logging under --tui: a message would scribble over the
             // screen; the dashboard shows the connection's state itself.
             Some(every) if opts.tui => tui::run(every),
-            Some(every) => {
-                init_logging(opts.verbose).and_then(|()| stats_server::monitor(every, opts.json))
-            }
+            Some(every) => init_logging(opts.verbose)
+                .and_then(|()| stats_server::monitor(every, opts.json, opts.verbose > 0)),
             None => run(opts),
         }
     };

@@ -29,6 +29,8 @@ pub struct Scheduler<'obj> {
     compact_layout: bool,
     nr_cpus: usize,
     stats_every: Option<Duration>,
+    /// -v: every counter's rate under the summary line.
+    verbose: bool,
     queued_warned: bool,
     events_warned: bool,
     attached_at: Instant,
@@ -126,6 +128,7 @@ impl<'obj> Scheduler<'obj> {
             compact_layout: !opts.no_compact_layout,
             nr_cpus,
             stats_every: (opts.stats > 0.0).then(|| Duration::from_secs_f64(opts.stats)),
+            verbose: opts.verbose > 0,
             queued_warned: false,
             events_warned: false,
             attached_at: Instant::now(),
@@ -265,7 +268,9 @@ impl<'obj> Scheduler<'obj> {
             if let Some(every) = self.stats_every {
                 if since_prev(&prev) >= every {
                     let now = self.metrics()?;
-                    println!("[fastpath] {}", now.format_line(&prev));
+                    for line in now.format_lines(&prev, self.verbose) {
+                        println!("[fastpath] {line}");
+                    }
                     prev = now;
                 }
             }

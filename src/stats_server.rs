@@ -35,9 +35,10 @@ pub fn launch() -> Result<StatsServer<(), Metrics>> {
 }
 
 /// `--monitor`: print the running scheduler's figures every `every`, as
-/// --stats does (rates from two samples), or as one JSON object per line,
+/// --stats does (rates from two samples; with `all`, -v, every counter's
+/// rate too), or as one JSON object per line,
 /// until Ctrl-C or SIGTERM. Waits for a scheduler to appear.
-pub fn monitor(every: Duration, json: bool) -> Result<()> {
+pub fn monitor(every: Duration, json: bool, all: bool) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let stop_handler = Arc::clone(&stop);
     ctrlc::set_handler(move || stop_handler.store(true, Ordering::SeqCst))
@@ -56,7 +57,9 @@ pub fn monitor(every: Duration, json: bool) -> Result<()> {
                 match &prev {
                     // A restarted scheduler starts its counters again.
                     Some(p) if p.at_ms < now.at_ms => {
-                        writeln!(out, "[fastpath] {}", now.format_line(p))?
+                        for line in now.format_lines(p, all) {
+                            writeln!(out, "[fastpath] {line}")?;
+                        }
                     }
                     _ => writeln!(out, "[fastpath] config: {}", now.config)?,
                 }
