@@ -5,14 +5,15 @@
 # ROUNDS rounds. Usage: scripts/vm -- scripts/guest/latency.sh [SCHED ARGS]
 set -uo pipefail
 
-sched=$(pwd)/target/release/scx_fastpath
-cd /tmp || exit 1
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 n=$(nproc)
 
 measure() {
-	local label=$1 hogs=$2 avg
-	stress-ng --cpu "$hogs" --timeout 12s --quiet &
-	local sp=$!
+	local label=$1 hogs=$2 avg sp
+	stress-ng --temp-path "$WORK" --cpu "$hogs" --timeout 12s --quiet &
+	sp=$!
 	sleep 1
 	avg=$(cyclictest --policy=other -i 1000 -D 8 -q -t 1 2>/dev/null | sed -n 's/.*Avg: *\([0-9]*\) Max: *\([0-9]*\).*/avg \1 us, max \2 us/p')
 	wait "$sp"
@@ -23,12 +24,8 @@ for r in $(seq "${ROUNDS:-2}"); do
 	echo "round $r"
 	measure default "$n"
 	measure default $((2 * n))
-	"$sched" "$@" >/tmp/latency-sched.log 2>&1 &
-	pid=$!
-	while [ "$(cat /sys/kernel/sched_ext/state)" != enabled ]; do sleep 0.2; done
+	start_sched "$@" || exit 1
 	measure fastpath "$n"
 	measure fastpath $((2 * n))
-	kill -INT "$pid"
-	wait "$pid"
-	while [ "$(cat /sys/kernel/sched_ext/state)" != disabled ]; do sleep 0.2; done
+	cleanup_sched
 done
