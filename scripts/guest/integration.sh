@@ -499,18 +499,20 @@ test_monitor() {
 	m=$(dmesg_mark)
 	start_sched || return 1
 	say "socket: $(stat -c '%A %U %n' /var/run/scx/root/stats 2>&1)"
-	timeout 6 "$SCHED" --monitor 1 >"$mon" 2>&1 &
+	timeout 6 "$SCHED" --monitor 1 -v >"$mon" 2>&1 &
 	pids=$!
 	timeout 6 "$SCHED" --monitor 0.5 --json >"$js" 2>&1 &
 	pids="$pids $!"
 	stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 5s --quiet
 	# shellcheck disable=SC2086
 	wait $pids
-	say "--monitor 1: $(grep -c '^\[fastpath\]' "$mon") lines; the last:"
-	tail -n 1 "$mon" | cut -c1-160 | sed 's/^/    | /'
+	say "--monitor 1 -v: $(grep -c '^\[fastpath\]' "$mon") lines; the last two:"
+	tail -n 2 "$mon" | cut -c1-160 | sed 's/^/    | /'
 	grep -q '^\[fastpath\] config: slice_us=' "$mon" || { say "no config line from --monitor"; ok=1; }
+	grep '^\[fastpath\] placed ' "$mon" | grep -qv ' run 0/s' ||
+		{ say "no summary line from --monitor shows dispatches"; ok=1; }
 	grep '^\[fastpath\] direct_local=' "$mon" | grep -qv 'disp_cpu_dsq=0/s' ||
-		{ say "no rate line from --monitor shows dispatches"; ok=1; }
+		{ say "no -v rate line from --monitor shows dispatches"; ok=1; }
 	first=$(head -n 1 "$js") last=$(tail -n 1 "$js")
 	say "--monitor 0.5 --json: $(wc -l <"$js") samples; disp_cpu_dsq" \
 		"$(jq -r .counters.disp_cpu_dsq <<<"$first") -> $(jq -r .counters.disp_cpu_dsq <<<"$last")," \
@@ -751,7 +753,7 @@ stop_sched() {
 # The last CPU offline and online again HOTPLUG_CYCLES times under CPU
 # load; the loader restarts each time and ends attached.
 test_hotplug_loop() {
-	local m cpu=$((NCPU - 1)) i want n cycles=${HOTPLUG_CYCLES:-10} hog ok=0
+	local m cpu=$((NCPU - 1)) i want n cycles=${HOTPLUG_CYCLES:-20} hog ok=0
 	m=$(dmesg_mark)
 	[ "$NCPU" -ge 2 ] || { say "needs 2 CPUs"; return 1; }
 	start_sched || return 1
@@ -914,6 +916,43 @@ PY
 	say "fork bomb as uid 65534 with ulimit -u 300 for 10 s; $(pgrep -u 65534 | wc -l) left after kill"
 	still_attached "after the threads and the fork bomb" || ok=1
 	stop_sched || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+# How many CPUs a cpulist ("0-3,8,10-11") names.
+cpulist_count() {
+	local r n=0 rs
+	IFS=, read -ra rs <<<"$1"
+	for r in "${rs[@]}"; do
+		if [[ $r == *-* ]]; then n=$((n + ${r#*-} - ${r%-*} + 1)); else n=$((n + 1)); fi
+	done
+	echo "$n"
+}
+
+# The guest has the shape scripts/test asked for (EXPECT_CPUS vCPUs,
+# EXPECT_NODES NUMA nodes, EXPECT_THREADS threads per core), so that the
+# tests run after this one (mixed_load) ran on that shape and not on a
+# default 2-vCPU guest; the scheduler attaches there and sees every CPU.
+test_topology() {
+	local m nodes threads llc n ok=0 got what have want
+	m=$(dmesg_mark)
+	nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' | wc -l)
+	threads=$(cpulist_count "$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)")
+	llc=$(cat /sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list 2>/dev/null || echo none)
+	say "vCPUs $NCPU (possible $(cat /sys/devices/system/cpu/possible)); NUMA nodes $nodes:" \
+		"$(for n in /sys/devices/system/node/node[0-9]*; do printf '%s=%s ' "${n##*/}" "$(cat "$n/cpulist")"; done)"
+	say "threads per core $threads (cpu0's siblings $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)); cpu0's LLC is shared with $llc"
+	for got in "cpus $NCPU ${EXPECT_CPUS:-}" "nodes $nodes ${EXPECT_NODES:-}" "threads $threads ${EXPECT_THREADS:-}"; do
+		read -r what have want <<<"$got"
+		[ -z "$want" ] || [ "$have" = "$want" ] || { say "expected $want $what, the guest has $have"; ok=1; }
+	done
+	start_sched || return 1
+	stress-ng --temp-path "$WORK" --cpu "$NCPU" --timeout 5s --quiet
+	still_attached "after $NCPU hogs for 5 s" || ok=1
+	stop_sched || ok=1
+	n=$(counter_total disp_stolen)
+	say "tasks taken from another CPU's DSQ: ${n:-missing}"
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
