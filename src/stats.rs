@@ -329,50 +329,56 @@ mod tests {
         assert_eq!(now.format_lines(&prev, true)[1], line);
     }
 
-    #[test]
-    fn summary_groups_rates_and_shares() {
-        let prev = Metrics {
-            at_ms: 1000,
-            ..Default::default()
-        };
+    /// Metrics at `at_ms` with `queued` waiting and the given counters set.
+    fn sample(at_ms: u64, queued: u64, set: &[(u32, u64)]) -> Metrics {
         let mut cnt = [0u64; NR_STATS];
-        let mut set = |idx: u32, v: u64| cnt[idx as usize] = v;
-        // 40 placements in 2 s, 30 of them by a fast path: 20/s, 75%.
-        set(bpf_intf::fp_stat_idx_FP_STAT_ENQ_QUEUED, 40);
-        set(bpf_intf::fp_stat_idx_FP_STAT_WAKE_NO_SCAN, 30);
-        // 10 dispatches, 5 stolen: 50%.
-        set(bpf_intf::fp_stat_idx_FP_STAT_DISP_CPU_DSQ, 5);
-        set(bpf_intf::fp_stat_idx_FP_STAT_DISP_STOLEN, 5);
-        set(bpf_intf::fp_stat_idx_FP_STAT_WAKE_PREEMPT, 4);
-        set(bpf_intf::fp_stat_idx_FP_STAT_STARVE_RESCUE, 2);
-        let now = Metrics {
-            at_ms: 3000,
-            queued: 7,
+        for &(idx, v) in set {
+            cnt[idx as usize] = v;
+        }
+        Metrics {
+            at_ms,
+            queued,
             counters: Counters::from_array(&cnt),
             ..Default::default()
-        };
-        let line = now.format_summary(&prev);
+        }
+    }
+
+    #[test]
+    fn summary_groups_rates_and_shares() {
+        let prev = sample(1000, 0, &[]);
+        let now = sample(
+            3000,
+            7,
+            &[
+                // 40 placements in 2 s, 30 of them by a fast path: 20/s, 75%.
+                (bpf_intf::fp_stat_idx_FP_STAT_ENQ_QUEUED, 40),
+                (bpf_intf::fp_stat_idx_FP_STAT_WAKE_NO_SCAN, 30),
+                // 10 dispatches, 5 stolen: 50%.
+                (bpf_intf::fp_stat_idx_FP_STAT_DISP_CPU_DSQ, 5),
+                (bpf_intf::fp_stat_idx_FP_STAT_DISP_STOLEN, 5),
+                (bpf_intf::fp_stat_idx_FP_STAT_WAKE_PREEMPT, 4),
+                (bpf_intf::fp_stat_idx_FP_STAT_STARVE_RESCUE, 2),
+            ],
+        );
         assert_eq!(
-            line,
+            now.format_summary(&prev),
             "placed 20/s fast 75%, run 5/s stolen 50% kept 0/s, preempt 2/s, yield 0/s, rescued 1/s, queued 7"
         );
         // Rates well above what a busy 2-CPU guest shows (stress-ng switch:
         // ~20,000 context switches a second) still fit in about 100
         // columns, prefix included.
-        let mut cnt = [0u64; NR_STATS];
-        let mut set = |idx: u32, v: u64| cnt[idx as usize] = v;
-        set(bpf_intf::fp_stat_idx_FP_STAT_ENQ_QUEUED, 49_999);
-        set(bpf_intf::fp_stat_idx_FP_STAT_WAKE_NO_SCAN, 29_999);
-        set(bpf_intf::fp_stat_idx_FP_STAT_DISP_CPU_DSQ, 49_999);
-        set(bpf_intf::fp_stat_idx_FP_STAT_KEEP_PREV, 9_999);
-        set(bpf_intf::fp_stat_idx_FP_STAT_WAKE_PREEMPT, 9_999);
-        set(bpf_intf::fp_stat_idx_FP_STAT_YIELD_GIVEN, 49_999);
-        let busy = Metrics {
-            at_ms: 2000,
-            queued: 512,
-            counters: Counters::from_array(&cnt),
-            ..Default::default()
-        };
+        let busy = sample(
+            2000,
+            512,
+            &[
+                (bpf_intf::fp_stat_idx_FP_STAT_ENQ_QUEUED, 49_999),
+                (bpf_intf::fp_stat_idx_FP_STAT_WAKE_NO_SCAN, 29_999),
+                (bpf_intf::fp_stat_idx_FP_STAT_DISP_CPU_DSQ, 49_999),
+                (bpf_intf::fp_stat_idx_FP_STAT_KEEP_PREV, 9_999),
+                (bpf_intf::fp_stat_idx_FP_STAT_WAKE_PREEMPT, 9_999),
+                (bpf_intf::fp_stat_idx_FP_STAT_YIELD_GIVEN, 49_999),
+            ],
+        );
         let line = format!("[fastpath] {}", busy.format_summary(&prev));
         assert!(line.len() <= 115, "{} columns: {line}", line.len());
     }
