@@ -33,26 +33,12 @@ WORK=/tmp/bench
 BIN=$WORK/bin
 mkdir -p "$WORK" "$BIN"
 
+# state, ops, wait_state: the guest library's; say prints the bench's own
+# timestamped lines instead of the tests' indented ones.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 say() { printf '[bench %s] %s\n' "$(date +%T)" "$*"; }
-# Builtins only (read, not cat): every fork+exec is slow in this guest.
-state() { local s=missing; read -r s <"$SCX/state" 2>/dev/null || true; echo "$s"; }
-ops() { local s=""; read -r s <"$SCX/root/ops" 2>/dev/null || true; echo "$s"; }
-
-# Wait up to $2 seconds (wall clock) for the sched_ext state to read $1;
-# give up at once if process $3 (the loader) has exited.
-wait_state() {
-	local want=$1 deadline=$((SECONDS + $2)) pid=${3:-} s
-	while :; do
-		s=missing
-		read -r s <"$SCX/state" 2>/dev/null || true
-		[ "$s" = "$want" ] && return 0
-		[ "$SECONDS" -lt "$deadline" ] || return 1
-		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
-			return 1
-		fi
-		sleep 0.1
-	done
-}
 
 # Current round, scheduler and workload group, set by the main loop, used by rec.
 ROUND=0
