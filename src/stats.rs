@@ -166,6 +166,15 @@ fn parse_kernel_events(text: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// `part` as a percentage of `whole`: 0 when `whole` is, never above 100.
+pub fn share_pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        (100.0 * part / whole).min(100.0)
+    } else {
+        0.0
+    }
+}
+
 /// What the scheduler reports: a point-in-time sum of every CPU's counters
 /// and the gauges. The same struct is printed by --stats, served on the
 /// scx_stats socket, and read back by --monitor, which derives the rates
@@ -219,6 +228,11 @@ impl Metrics {
         std::array::from_fn(|i| now[i].wrapping_sub(before[i]))
     }
 
+    /// Seconds from `prev` to this sample (at least a millisecond).
+    pub fn secs_since(&self, prev: &Metrics) -> f64 {
+        (self.at_ms.saturating_sub(prev.at_ms) as f64 / 1000.0).max(1e-3)
+    }
+
     /// The lines printed per interval since `prev`: the summary, and with
     /// `all` (-v) the rate of every counter too.
     pub fn format_lines(&self, prev: &Metrics, all: bool) -> Vec<String> {
@@ -237,18 +251,12 @@ impl Metrics {
     /// starvation guard rescued, and the queue depth now. The groups are
     /// the per-CPU figures' (CpuMetrics), so their definitions live there.
     pub fn format_summary(&self, prev: &Metrics) -> String {
-        let secs = (self.at_ms.saturating_sub(prev.at_ms) as f64 / 1000.0).max(1e-3);
+        let secs = self.secs_since(prev);
         let d = self.delta(prev);
         let g = CpuMetrics::from_counts(&d, self.queued);
         let c = Counters::from_array(&d);
         let rate = |v: u64| v as f64 / secs;
-        let pct = |part: u64, whole: u64| {
-            if whole == 0 {
-                0.0
-            } else {
-                100.0 * part as f64 / whole as f64
-            }
-        };
+        let pct = |part: u64, whole: u64| share_pct(part as f64, whole as f64);
         let mut line = format!(
             "placed {:.0}/s fast {:.0}%, run {:.0}/s stolen {:.0}% kept {:.0}/s, preempt {:.0}/s, yield {:.0}/s",
             rate(g.placed),
@@ -269,7 +277,7 @@ impl Metrics {
     /// One line: rate per second of each counter since `prev`, then the
     /// gauges (-v).
     pub fn format_rates(&self, prev: &Metrics) -> String {
-        let secs = (self.at_ms.saturating_sub(prev.at_ms) as f64 / 1000.0).max(1e-3);
+        let secs = self.secs_since(prev);
         let mut line = String::new();
         for (name, d) in STAT_NAMES.iter().zip(self.delta(prev).iter()) {
             // Writing to a String cannot fail.

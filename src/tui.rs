@@ -29,7 +29,7 @@ use ratatui::widgets::{
 use ratatui::{Frame, Terminal};
 use scx_stats::prelude::*;
 
-use crate::stats::{CpuMetrics, Metrics};
+use crate::stats::{share_pct, CpuMetrics, Metrics};
 
 /// Samples kept for the sparklines.
 const HISTORY: usize = 60;
@@ -138,11 +138,7 @@ impl RateRow {
 
     /// Share of placements that took a fast path, in percent.
     fn fastpath_pct(&self) -> f64 {
-        if self.placed > 0.0 {
-            (100.0 * self.fastpath / self.placed).min(100.0)
-        } else {
-            0.0
-        }
+        share_pct(self.fastpath, self.placed)
     }
 }
 
@@ -161,7 +157,7 @@ impl Rates {
         if now.at_ms <= prev.at_ms {
             return None;
         }
-        let secs = (now.at_ms - prev.at_ms) as f64 / 1000.0;
+        let secs = now.secs_since(prev);
         let totals = |m: &Metrics| CpuMetrics::from_counts(&m.counters.to_array(), m.queued);
         Some(Self {
             all: RateRow::new(&totals(now), &totals(prev), secs),

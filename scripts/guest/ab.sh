@@ -64,9 +64,7 @@ for round in $(seq "${R:-2}"); do
 			# shellcheck disable=SC2086 # ARGS are words
 			start_sched $args >/dev/null || { echo "start failed: $v"; cat "$SCHED_LOG"; exit 1; }
 			one "${v%%=*}" "${w% *}" "${w#* }"
-			kill -INT "$SCHED_PID"
-			wait "$SCHED_PID"
-			SCHED_PID=
+			cleanup_sched
 			[ "$round" = 1 ] && grep totals "$SCHED_LOG" | tr ' ' '\n' | grep '=' | grep -v '=0$' | tr '\n' ' ' && echo
 		done
 	done

@@ -935,14 +935,15 @@ cpulist_count() {
 # tests run after this one (mixed_load) ran on that shape and not on a
 # default 2-vCPU guest; the scheduler attaches there and sees every CPU.
 test_topology() {
-	local m nodes threads llc n ok=0 got what have want
+	local m nodes siblings threads llc n ok=0 got what have want
 	m=$(dmesg_mark)
 	nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' | wc -l)
-	threads=$(cpulist_count "$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)")
+	siblings=$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)
+	threads=$(cpulist_count "$siblings")
 	llc=$(cat /sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list 2>/dev/null || echo none)
 	say "vCPUs $NCPU (possible $(cat /sys/devices/system/cpu/possible)); NUMA nodes $nodes:" \
 		"$(for n in /sys/devices/system/node/node[0-9]*; do printf '%s=%s ' "${n##*/}" "$(cat "$n/cpulist")"; done)"
-	say "threads per core $threads (cpu0's siblings $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)); cpu0's LLC is shared with $llc"
+	say "threads per core $threads (cpu0's siblings $siblings); cpu0's LLC is shared with $llc"
 	for got in "cpus $NCPU ${EXPECT_CPUS:-}" "nodes $nodes ${EXPECT_NODES:-}" "threads $threads ${EXPECT_THREADS:-}"; do
 		read -r what have want <<<"$got"
 		[ -z "$want" ] || [ "$have" = "$want" ] || { say "expected $want $what, the guest has $have"; ok=1; }
