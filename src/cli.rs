@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 use crate::bpf_intf;
 
@@ -13,7 +13,12 @@ use crate::bpf_intf;
 /// holds. Runs until interrupted; the kernel returns to its default
 /// scheduler when it exits.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "scx_fastpath", version = env!("FP_VERSION"))]
+#[command(
+    name = "scx_fastpath",
+    version = env!("FP_VERSION"),
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true
+)]
 pub struct Opts {
     /// Time slice in microseconds
     ///
@@ -261,6 +266,27 @@ pub struct Opts {
     /// more.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum Command {
+    /// Change a running instance's tunables (root)
+    ///
+    /// Change the running scx_fastpath's tunables without reloading it,
+    /// over its stats socket (root only): KEY is a flag's name, for a
+    /// switch its positive name with on or off, e.g. `set slice-us=3000
+    /// head-lag=off`. Values are checked as the flags check them, and all
+    /// changes apply or none. The scheduler logs each change; the stats
+    /// show the new tunables; a restart (CPU hotplug) keeps them, a new
+    /// start does not.
+    Set {
+        /// A change, e.g. slice-us=3000 or head-lag=off
+        #[arg(value_name = "KEY=VALUE", required = true)]
+        changes: Vec<String>,
+    },
 }
 
 /// Largest --exit-dump-len: scx_utils sizes the exit dump's BPF array map
@@ -308,7 +334,10 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 /// does; a usage error is one line on stderr, "error: ...", and exit status
 /// 2. (clap's own rendering adds a usage line and tips: up to 7 lines.)
 pub fn parse() -> Result<Opts, ExitCode> {
-    match Opts::try_parse() {
+    match command()
+        .try_get_matches()
+        .and_then(|mut m| Opts::from_arg_matches_mut(&mut m))
+    {
         Ok(opts) => Ok(opts),
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
@@ -318,10 +347,27 @@ pub fn parse() -> Result<Opts, ExitCode> {
     }
 }
 
+/// The command line's definition: Opts, with the keys `set` takes (from
+/// live::LIVE) added to its help.
+pub fn command() -> clap::Command {
+    let keys = crate::live::LIVE
+        .iter()
+        .map(|(k, _)| *k)
+        .collect::<Vec<_>>()
+        .join(", ");
+    Opts::command().mut_subcommand("set", |c| {
+        let about = c
+            .get_long_about()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        c.long_about(format!("{about}\n\nKEY is one of: {keys}."))
+    })
+}
+
 /// clap's error as one line: its message (the first paragraph, whose lines,
 /// e.g. "[possible values: ...]", are joined), and the similar flag or value
 /// it suggests, if any.
-fn one_line(e: &clap::Error) -> String {
+pub fn one_line(e: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
 
     let text = e.render().to_string();

@@ -4,6 +4,7 @@
 mod bpf_intf;
 mod bpf_skel;
 mod cli;
+mod live;
 mod preflight;
 mod scheduler;
 mod stats;
@@ -18,10 +19,9 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::CommandFactory;
 use log::info;
 
-use crate::cli::Opts;
+use crate::cli::{Command, Opts};
 use crate::scheduler::Scheduler;
 
 fn init_logging(verbose: u8) -> Result<()> {
@@ -67,9 +67,12 @@ fn run(opts: Opts) -> Result<()> {
     .context("failed to install the SIGINT/SIGTERM handler")?;
 
     let mut open_object = MaybeUninit::uninit();
+    let mut opts = opts;
     loop {
         let mut sched = Scheduler::init(&opts, &mut open_object)?;
         let uei = sched.run(&shutdown_rx)?;
+        // A restart keeps what `set` changed.
+        opts = sched.opts().clone();
         drop(sched);
         if !uei.should_restart() {
             return Ok(());
@@ -93,6 +96,15 @@ fn main() -> ExitCode {
         Ok(opts) => opts,
         Err(code) => return code,
     };
+    if let Some(Command::Set { changes }) = &opts.command {
+        return match live::request(changes) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err((code, e)) => {
+                eprintln!("scx_fastpath: error: {e:#}");
+                ExitCode::from(code)
+            }
+        };
+    }
     if opts.help_stats {
         print!("{}", stats::describe_counters());
         return ExitCode::SUCCESS;
@@ -100,14 +112,14 @@ fn main() -> ExitCode {
     if let Some(shell) = opts.completions {
         clap_complete::generate(
             shell,
-            &mut Opts::command(),
+            &mut cli::command(),
             "scx_fastpath",
             &mut std::io::stdout(),
         );
         return ExitCode::SUCCESS;
     }
     let res = if opts.man {
-        clap_mangen::Man::new(Opts::command())
+        clap_mangen::Man::new(cli::command())
             .render(&mut std::io::stdout())
             .context("failed to write the man page")
     } else {

@@ -12,11 +12,13 @@ use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 
 use crate::bpf_intf;
+use crate::bpf_skel::types::fp_tune as FpTune;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::cli::Opts;
+use crate::live;
 use crate::preflight;
 use crate::stats::{self, CpuMetrics, HoldWindows, Metrics, NR_STATS};
-use crate::stats_server;
+use crate::stats_server::{self, Reply, Request};
 use scx_stats::StatsServer;
 
 /// How often the run loop looks at the exit state when no stats are due.
@@ -34,8 +36,26 @@ pub struct Scheduler<'obj> {
     queued_warned: bool,
     events_warned: bool,
     attached_at: Instant,
-    config: String,
-    stats_server: StatsServer<(), Metrics>,
+    /// The options in force: the command line's, and what `set` changed.
+    opts: Opts,
+    stats_server: StatsServer<Request, Reply>,
+}
+
+/// The live tunables (struct fp_tune) from the options: before load as the
+/// map's initial value, and on every `set`.
+fn tune_of(opts: &Opts) -> FpTune {
+    FpTune {
+        slice_ns: opts.slice_us * 1000,
+        wakeup_gran_ns: opts.wakeup_gran_us * 1000,
+        hog_gran_ns: opts.hog_gran_us * 1000,
+        pinned_fastpath: u8::from(!opts.no_pinned_fastpath),
+        cheap_wakeup: u8::from(!opts.no_cheap_wakeup),
+        fast_yield: u8::from(!opts.no_fast_yield),
+        head_lag: u8::from(!opts.no_head_lag),
+        deferred_preempt: u8::from(!opts.no_deferred_preempt),
+        sync_wake: u8::from(opts.sync_wake),
+        sync_affine: u8::from(opts.sync_affine),
+    }
 }
 
 impl<'obj> Scheduler<'obj> {
@@ -74,19 +94,15 @@ impl<'obj> Scheduler<'obj> {
             .rodata_data
             .as_mut()
             .context("BPF skeleton has no .rodata")?;
-        rodata.slice_ns = opts.slice_us * 1000;
-        rodata.wakeup_gran_ns = opts.wakeup_gran_us * 1000;
-        rodata.hog_gran_ns = opts.hog_gran_us * 1000;
-        rodata.fast_yield = !opts.no_fast_yield;
-        rodata.head_lag = !opts.no_head_lag;
-        rodata.deferred_preempt = !opts.no_deferred_preempt;
         rodata.rt_release = !opts.no_rt_release;
-        rodata.sync_wake = opts.sync_wake;
-        rodata.sync_affine = opts.sync_affine;
-        rodata.pinned_fastpath = !opts.no_pinned_fastpath;
-        rodata.cheap_wakeup = !opts.no_cheap_wakeup;
         rodata.idle_hold_ns = opts.idle_hold_us * 1000;
         rodata.compact_layout = !opts.no_compact_layout;
+        let tune = skel
+            .maps
+            .data_tune_data
+            .as_mut()
+            .context("BPF skeleton has no .data.tune")?;
+        tune.tune = tune_of(opts);
 
         let mut skel =
             scx_ops_load!(skel, fastpath_ops, uei).context("failed to load the BPF scheduler")?;
@@ -132,7 +148,7 @@ impl<'obj> Scheduler<'obj> {
             queued_warned: false,
             events_warned: false,
             attached_at: Instant::now(),
-            config: opts.describe(),
+            opts: opts.clone(),
             stats_server,
         })
     }
@@ -169,7 +185,7 @@ impl<'obj> Scheduler<'obj> {
         };
         let mut snap = Metrics::from_per_cpu(per_cpu.iter());
         snap.at_ms = self.attached_at.elapsed().as_millis() as u64;
-        snap.config.clone_from(&self.config);
+        snap.config = self.opts.describe();
         snap.version = env!("FP_VERSION").to_string();
 
         let cpus = self
@@ -237,6 +253,39 @@ impl<'obj> Scheduler<'obj> {
         Ok(snap)
     }
 
+    /// The options in force, with what `set` changed.
+    pub fn opts(&self) -> &Opts {
+        &self.opts
+    }
+
+    /// `scx_fastpath set`: apply every change or none, write the tunables
+    /// the BPF side reads, and log it; returns the tunables now in force.
+    fn set_live(&mut self, changes: &std::collections::BTreeMap<String, String>) -> Result<String> {
+        live::check_socket_root_only(Path::new(live::SOCKET))?;
+        let mut opts = self.opts.clone();
+        let done = live::apply_all(&mut opts, changes)?;
+        let tune = self
+            .skel
+            .maps
+            .data_tune_data
+            .as_mut()
+            .context("BPF skeleton has no .data.tune")?;
+        // SAFETY: the map's mmap()ed memory, which BPF programs read
+        // concurrently; each field is an aligned store they see whole.
+        unsafe { std::ptr::write_volatile(&mut tune.tune, tune_of(&opts)) };
+        info!(
+            "set {} (live; was: {})",
+            done.join(" "),
+            self.opts.describe()
+        );
+        self.opts = opts;
+        let config = self.opts.describe();
+        if self.stats_every.is_some() {
+            println!("[fastpath] config: {config}");
+        }
+        Ok(config)
+    }
+
     /// Run until Ctrl-C/SIGTERM or until the kernel ejects the scheduler;
     /// then detach and report why it exited.
     pub fn run(&mut self, shutdown: &Receiver<()>) -> Result<UserExitInfo> {
@@ -260,9 +309,15 @@ impl<'obj> Scheduler<'obj> {
                 Err(RecvTimeoutError::Timeout) => {}
             }
             // Clients of the stats socket wait at most one POLL for this.
-            while stats_rx.try_recv().is_ok() {
+            while let Ok(req) = stats_rx.try_recv() {
+                let reply = match req {
+                    Request::Metrics => Reply::Metrics(Box::new(self.metrics()?)),
+                    Request::Set(changes) => {
+                        Reply::Set(self.set_live(&changes).map_err(|e| format!("{e:#}")))
+                    }
+                };
                 stats_tx
-                    .send(self.metrics()?)
+                    .send(reply)
                     .context("the stats socket's thread is gone")?;
             }
             if let Some(every) = self.stats_every {

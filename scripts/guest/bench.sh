@@ -26,7 +26,6 @@ source "$BENCH_RUN/config.sh"
 # per stress-ng stressor, workload groups, stressors.
 : "${ROUNDS:=3}" "${DUR:=5}" "${STRESS_DUR:=2}" "${BLOCKS:=pipe}" "${STRESSORS:=}" "${BPF_STATS:=1}"
 
-SCX=/sys/kernel/sched_ext
 NCPU=$(nproc)
 RAW=$BENCH_RUN/raw.tsv
 WORK=/tmp/bench

@@ -524,6 +524,76 @@ test_monitor() {
 	return $ok
 }
 
+# `scx_fastpath set` changes a running instance's tunables: the pinned fast
+# path switched off live must stop the pinned counter under a pinned load
+# (only the BPF side reading the new value can do that; when the switch is
+# off nothing else moves it), and switched on again must move it; the new
+# tunables show in the socket's JSON, in the loader's log and survive a
+# hotplug restart. Bad changes and callers are refused with one line.
+pinned_delta() {
+	local a b
+	a=$(sample_json | jq -r .counters.pinned)
+	pinned_workload >/dev/null 2>&1
+	b=$(sample_json | jq -r .counters.pinned)
+	echo $((b - a))
+}
+
+test_live_set() {
+	local m ok=0 on off again out rc js sock=/var/run/scx/root/stats cpu=$((NCPU - 1))
+	m=$(dmesg_mark)
+	setup_exec_loops
+	start_sched || return 1
+	on=$(pinned_delta)
+	out=$("$SCHED" set pinned-fastpath=off slice-us=3000 2>&1)
+	rc=$?
+	say "set pinned-fastpath=off slice-us=3000: exit $rc: $out"
+	[ "$rc" -eq 0 ] && [[ $out == *"slice_us=3000"*"pinned_fastpath=off"* ]] || ok=1
+	off=$(pinned_delta)
+	js=$(sample_json | jq -r .config)
+	say "socket's config now: ${js:0:100}..."
+	[[ $js == *"slice_us=3000"*"pinned_fastpath=off"* ]] || { say "the JSON does not show the change"; ok=1; }
+	"$SCHED" set pinned-fastpath=on >/dev/null || ok=1
+	again=$(pinned_delta)
+	say "pinned under 600 pinned tasks: on $on, switched off live $off, on again $again"
+	if [ "$on" -lt 600 ] || [ "$off" -ne 0 ] || [ "$again" -lt 600 ]; then
+		say "the live switch did not reach the BPF side"
+		ok=1
+	fi
+	grep -q 'set pinned-fastpath=off slice-us=3000 (live' "$SCHED_LOG" ||
+		{ say "the loader did not log the change"; ok=1; }
+
+	for bad in "slice-us=99" "idle-hold-us=5" "head-lag=maybe" "nonsense"; do
+		out=$("$SCHED" set "$bad" 2>&1)
+		rc=$?
+		say "set $bad: exit $rc: $out"
+		[ "$rc" -eq 2 ] && [ "$(wc -l <<<"$out")" -eq 1 ] || ok=1
+	done
+	out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$SCHED" set slice-us=2000 2>&1)
+	rc=$?
+	say "as uid 65534: exit $rc: $out"
+	[ "$rc" -eq 1 ] && [[ $out == *"Permission denied"* ]] || ok=1
+	chmod 0777 "$sock"
+	out=$("$SCHED" set slice-us=2000 2>&1)
+	rc=$?
+	chmod 0755 "$sock"
+	say "socket opened to all (0777): exit $rc: ${out:0:120}"
+	[ "$rc" -eq 1 ] && [[ $out == *refused* ]] || ok=1
+
+	# A restart (CPU hotplug) keeps what was set.
+	echo 0 >"/sys/devices/system/cpu/cpu$cpu/online"
+	sleep 1
+	wait_state enabled 30 "$SCHED_PID" || ok=1
+	echo 1 >"/sys/devices/system/cpu/cpu$cpu/online"
+	sleep 1
+	wait_state enabled 30 "$SCHED_PID" || ok=1
+	js=$(sample_json | jq -r .config)
+	say "after a hotplug restart ($(grep -c restarting "$SCHED_LOG") restarts): ${js:0:60}..."
+	[[ $js == "slice_us=3000 "* ]] || { say "the restart lost the change"; ok=1; }
+	stop_sched || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # The kernel's debug dump carries scx_fastpath's own state: per CPU
 # (ops.dump_cpu: DSQ depth, clocks, flags) and per runnable task
 # (ops.dump_task: vtime, lag, average run). sysrq-D writes the dump only to
@@ -958,7 +1028,7 @@ test_topology() {
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt rt_hog monitor tui dump sleeper_storm hog_storm"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt rt_hog monitor live_set tui dump sleeper_storm hog_storm"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do

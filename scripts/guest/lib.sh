@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for tests that run inside the sched_ext guest (sourced, not run).
 # Every helper prints what it observed, so that a log reader can see that a
 # test really ran, and returns non-zero instead of exiting.
@@ -80,6 +81,13 @@ cleanup_sched() {
 # Total of counter $1 as the loader printed it when it exited.
 counter_total() {
 	sed -n "s/^\[fastpath\] totals: .*\b$1=\([0-9]*\).*/\1/p" "$SCHED_LOG" | tail -n 1
+}
+
+# One sample of the running instance's figures, as JSON, from its stats
+# socket (--monitor --json): machine-readable, where the stats line is for
+# people. Empty if none came within 5 s.
+sample_json() {
+	timeout 5 "$SCHED" --monitor 0.2 --json 2>/dev/null | head -n 1
 }
 
 # Print each named counter's total (to stderr, so it shows in the log) and

@@ -90,6 +90,26 @@ enum fp_consts {
 };
 
 /*
+ * The tunables a running instance can change without reloading
+ * (scx_fastpath set KEY=VALUE): the BPF side reads them at every use from
+ * its .data.tune map, which the loader writes before load and on request.
+ * Each field is the command-line flag of the same name (times 1000 for the
+ * _ns ones; 0 or 1 for the switches).
+ */
+struct fp_tune {
+	u64 slice_ns;
+	u64 wakeup_gran_ns;
+	u64 hog_gran_ns;
+	u8 pinned_fastpath;
+	u8 cheap_wakeup;
+	u8 fast_yield;
+	u8 head_lag;
+	u8 deferred_preempt;
+	u8 sync_wake;
+	u8 sync_affine;
+};
+
+/*
  * Event counters, one array per CPU, each written only by its own CPU and
  * summed by the loader. build.rs makes the loader's names and descriptions
  * from this enum (FP_STAT_FOO -> "foo", the comment -> its description),

@@ -32,8 +32,9 @@
  *
  * Fast paths
  * ----------
- * Five ideas from scheduler-core work, each with a switch (rodata, set by
- * the loader) and counters (enum fp_stat_idx):
+ * Five ideas from scheduler-core work, each with a switch (set by the
+ * loader; see struct fp_tune for those a running instance can change) and
+ * counters (enum fp_stat_idx):
  *
  *  1. pinned_fastpath: a task with one possible CPU goes straight to that
  *     CPU's DSQ: no idle scan, no kick of another CPU.
@@ -54,20 +55,31 @@ char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);
 
-/* Set by the loader before load. */
-const volatile u64 slice_ns = 5ULL * 1000 * 1000;
-const volatile u64 wakeup_gran_ns = 1000ULL * 1000;
-const volatile u64 hog_gran_ns = 250ULL * 1000;
-const volatile bool pinned_fastpath = true;
-const volatile bool cheap_wakeup = true;
-const volatile bool fast_yield = true;
-const volatile bool head_lag = true;
-const volatile bool deferred_preempt = true;
+/*
+ * Set by the loader before load, and fixed from then on: these decide what
+ * state exists (the idle-hold windows, the RT-release marks, where the
+ * counters go), so changing them under a running scheduler would strand it.
+ */
 const volatile bool rt_release = true;
-const volatile bool sync_wake;
-const volatile bool sync_affine;
 const volatile u64 idle_hold_ns;
 const volatile bool compact_layout = true;
+
+/*
+ * The tunables a running instance can change (scx_fastpath set): the loader
+ * writes them before load and again when told to, through the mmap()ed map,
+ * and every use reads them afresh. One read-mostly cache line of its own
+ * (fast path 4): it is written only by such a change.
+ */
+struct fp_tune tune SEC(".data.tune") = {
+	.slice_ns		= 5ULL * 1000 * 1000,
+	.wakeup_gran_ns		= 1000ULL * 1000,
+	.hog_gran_ns		= 250ULL * 1000,
+	.pinned_fastpath	= 1,
+	.cheap_wakeup		= 1,
+	.fast_yield		= 1,
+	.head_lag		= 1,
+	.deferred_preempt	= 1,
+};
 
 /*
  * The highest possible CPU id + 1, from the kernel at init: the possible
@@ -371,7 +383,7 @@ static __always_inline void place_task(struct task_struct *p,
 	if (tctx->asleep) {
 		tctx->asleep = 0;
 		if (p->flags & PF_KTHREAD) {
-			tctx->vtime = cpu_vmin(cpu) - FP_KTHREAD_LAG_SLICES * slice_ns;
+			tctx->vtime = cpu_vmin(cpu) - FP_KTHREAD_LAG_SLICES * tune.slice_ns;
 			stat_inc(FP_STAT_KTHREAD_WAKE);
 		} else {
 			tctx->vtime = cpu_vmin(cpu) - tctx->lag;
@@ -468,7 +480,9 @@ static s32 init_defer_timer(s32 cpu)
  */
 static __always_inline u64 preempt_gran(bool hog)
 {
-	return hog && hog_gran_ns < wakeup_gran_ns ? hog_gran_ns : wakeup_gran_ns;
+	u64 gran = tune.wakeup_gran_ns, hog_gran = tune.hog_gran_ns;
+
+	return hog && hog_gran < gran ? hog_gran : gran;
 }
 
 /*
@@ -491,7 +505,7 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 	 * our tasks (an idle CPU is rescheduled by the core's wakeup path),
 	 * or a kick is already on its way there.
 	 */
-	if (cheap_wakeup &&
+	if (tune.cheap_wakeup &&
 	    FP_BRANCH(FP_BR_PREEMPT_NO_KICK,
 		      !READ_ONCE(cctx->curr_busy) || READ_ONCE(cctx->kicked))) {
 		stat_inc(FP_STAT_WAKE_NO_KICK);
@@ -518,7 +532,7 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 	hog = READ_ONCE(cctx->curr_long);
 	gran = preempt_gran(hog);
 	/* Counted in wake_hog_gran when it preempts, now or by the timer. */
-	hog_floor = gran < wakeup_gran_ns;
+	hog_floor = gran < tune.wakeup_gran_ns;
 
 	/*
 	 * When, counted from the start of its run, the running task will be
@@ -539,7 +553,7 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 	if (FP_BRANCH(FP_BR_PREEMPT_BEHIND, at <= ran))
 		goto kick;
 	/* Its slice ends first: ops.dispatch() decides then. */
-	if (!deferred_preempt || at - ran >= slice_ns) {
+	if (!tune.deferred_preempt || at - ran >= tune.slice_ns) {
 		stat_inc(FP_STAT_WAKE_NO_PREEMPT);
 		return;
 	}
@@ -636,8 +650,8 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return this_cpu;
 	}
 
-	if (sync_wake && (wake_flags & SCX_WAKE_SYNC) && sync_wake_here(p, this_cpu)) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+	if (tune.sync_wake && (wake_flags & SCX_WAKE_SYNC) && sync_wake_here(p, this_cpu)) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, 0);
 		stat_inc(FP_STAT_WAKE_SYNC);
 		return this_cpu;
 	}
@@ -648,11 +662,11 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * operations. (It prefers a wholly idle SMT core to prev: we trade
 	 * that for keeping the task's cache warm.)
 	 */
-	if (cheap_wakeup &&
+	if (tune.cheap_wakeup &&
 	    FP_BRANCH(FP_BR_SELECT_PREV_IDLE,
 		      bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) &&
 		      scx_bpf_test_and_clear_cpu_idle(prev_cpu))) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, 0);
 		stat_inc(FP_STAT_WAKE_PREV_IDLE);
 		return prev_cpu;
 	}
@@ -664,13 +678,13 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * the wakee then waits behind a waker that may not block at once,
 	 * while an idle CPU stays idle. Unless --sync-affine, it is not told.
 	 */
-	if (!sync_affine && (wake_flags & SCX_WAKE_SYNC)) {
+	if (!tune.sync_affine && (wake_flags & SCX_WAKE_SYNC)) {
 		wake_flags &= ~SCX_WAKE_SYNC;
 		stat_inc(FP_STAT_WAKE_SYNC_MASKED);
 	}
 	cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, p->cpus_ptr, 0);
 	if (FP_BRANCH(FP_BR_SELECT_IDLE_FOUND, cpu >= 0)) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, 0);
 		stat_inc(FP_STAT_DIRECT_LOCAL);
 		return cpu;
 	}
@@ -694,12 +708,12 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
  */
 static __always_inline u64 queue_slice(u64 waiting)
 {
-	u64 slice, floor = slice_ns / FP_SLICE_DIV_MAX;
+	u64 slice, floor = tune.slice_ns / FP_SLICE_DIV_MAX;
 
 	if (likely(FP_BRANCH(FP_BR_QUEUE_SLICE_FULL, waiting <= FP_DEEP_QUEUE)))
-		return slice_ns;
+		return tune.slice_ns;
 	stat_inc(FP_STAT_SLICE_SHORT);
-	slice = slice_ns * FP_DEEP_QUEUE / waiting;
+	slice = tune.slice_ns * FP_DEEP_QUEUE / waiting;
 	return slice > floor ? slice : floor;
 }
 
@@ -852,9 +866,9 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 		 * kernel queues a wakeup there mostly when that CPU has
 		 * nothing to run. If it is idle, claiming it is the answer.
 		 */
-		if (cheap_wakeup && task_cpu == bpf_get_smp_processor_id() &&
+		if (tune.cheap_wakeup && task_cpu == bpf_get_smp_processor_id() &&
 		    scx_bpf_test_and_clear_cpu_idle(task_cpu)) {
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, enq_flags);
 			stat_inc(FP_STAT_WAKE_PREV_IDLE);
 			return;
 		}
@@ -874,7 +888,7 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	 * Whichever idle CPU the scan wakes sees the task: a CPU with nothing
 	 * of its own looks at every CPU's DSQ (consume()).
 	 */
-	if (cheap_wakeup &&
+	if (tune.cheap_wakeup &&
 	    FP_BRANCH(FP_BR_ENQ_NO_SCAN, wakeup && __COMPAT_is_enq_cpu_selected(enq_flags))) {
 		stat_inc(FP_STAT_WAKE_NO_SCAN);
 	} else if (kicked) {
@@ -911,7 +925,7 @@ void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 	}
 
-	if (pinned_fastpath) {
+	if (tune.pinned_fastpath) {
 		cpu = pinned_cpu(p, &migdis);
 		if (FP_BRANCH(FP_BR_ENQ_PINNED, cpu >= 0)) {
 			enqueue_pinned(p, cpu, migdis, enq_flags, now);
@@ -1148,7 +1162,7 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 	if (head) {
 		if (prev_runnable && can_run_on(prev, cpu) &&
 		    !time_before(head->scx.dsq_vtime, running_vtime(prev, cpu))) {
-			scx_bpf_task_set_slice(prev, slice_ns);
+			scx_bpf_task_set_slice(prev, tune.slice_ns);
 			stat_inc(FP_STAT_KEEP_FAIR);
 			return;
 		}
@@ -1162,7 +1176,7 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* Nothing else wants this CPU: let prev run another slice. */
 	if (FP_BRANCH(FP_BR_DISPATCH_KEEP_PREV, prev_runnable)) {
-		scx_bpf_task_set_slice(prev, slice_ns);
+		scx_bpf_task_set_slice(prev, tune.slice_ns);
 		stat_inc(FP_STAT_KEEP_PREV);
 		return;
 	}
@@ -1190,7 +1204,7 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
 
 	cpu = scx_bpf_task_cpu(from);
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
-	if (fast_yield && !head && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL)) {
+	if (tune.fast_yield && !head && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL)) {
 		stat_inc(FP_STAT_YIELD_KEPT);
 		return false;
 	}
@@ -1209,7 +1223,7 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
 static __always_inline void advance_vmin(struct fp_cpu *cctx, s32 cpu, u64 vtime)
 {
 	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(cpu);
-	u64 step = compact_layout ? slice_ns / 16 : 0;
+	u64 step = compact_layout ? tune.slice_ns / 16 : 0;
 
 	if (head && time_before(head->scx.dsq_vtime, vtime))
 		vtime = head->scx.dsq_vtime;
@@ -1238,7 +1252,7 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	cctx->curr_weight = tctx ? task_weight(p, tctx) : 100;
 	WRITE_ONCE(cctx->curr_busy, 1);
 	WRITE_ONCE(cctx->curr_kthread, !!(p->flags & PF_KTHREAD));
-	WRITE_ONCE(cctx->curr_long, tctx && tctx->avg_run >= wakeup_gran_ns);
+	WRITE_ONCE(cctx->curr_long, tctx && tctx->avg_run >= tune.wakeup_gran_ns);
 	if (FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked)))
 		WRITE_ONCE(cctx->kicked, 0);
 
@@ -1265,7 +1279,7 @@ static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
 	u64 clock = cctx->vmin;
 	struct task_struct *head;
 
-	if (!head_lag)
+	if (!tune.head_lag)
 		return clock;
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	if (head && time_before(clock, head->scx.dsq_vtime)) {
@@ -1298,7 +1312,7 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 	/* Blocking: remember how far behind (or ahead) it was, bounded. */
 	if (!runnable) {
 		s64 lag = (s64)(block_clock(cctx, cpu) - tctx->vtime);
-		s64 max = FP_LAG_SLICES * slice_ns;
+		s64 max = FP_LAG_SLICES * tune.slice_ns;
 
 		tctx->lag = lag > max ? max : (lag < -max ? -max : lag);
 		tctx->asleep = 1;
@@ -1380,7 +1394,7 @@ void BPF_STRUCT_OPS(fastpath_cgroup_move, struct task_struct *p,
 void BPF_STRUCT_OPS(fastpath_dump, struct scx_dump_ctx *dctx)
 {
 	scx_bpf_dump("fastpath: slice_ns=%llu wakeup_gran_ns=%llu nr_released=%u",
-		     slice_ns, wakeup_gran_ns, READ_ONCE(nr_released));
+		     tune.slice_ns, tune.wakeup_gran_ns, READ_ONCE(nr_released));
 }
 
 void BPF_STRUCT_OPS(fastpath_dump_cpu, struct scx_dump_ctx *dctx, s32 cpu, bool idle)
