@@ -62,11 +62,12 @@ pub struct Opts {
     /// Tasks with short runs keep --wakeup-gran-us. Measured from the start
     /// of the hog's run, which is the moment the last wakee blocked: with
     /// the long floor a periodic sleeper waking every millisecond came back
-    /// later each period.
+    /// later each period. 0 (the default): a wakee behind the hog in
+    /// virtual time preempts it at once, with no timer (README: measured).
     #[arg(
         long,
         value_name = "US",
-        default_value_t = 250,
+        default_value_t = 0,
         allow_negative_numbers = true,
         value_parser = int_in(0, bpf_intf::fp_consts_FP_WAKEUP_GRAN_US_MAX as u64)
     )]

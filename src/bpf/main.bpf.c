@@ -73,7 +73,6 @@ const volatile bool compact_layout = true;
 struct fp_tune tune SEC(".data.tune") = {
 	.slice_ns		= 5ULL * 1000 * 1000,
 	.wakeup_gran_ns		= 1000ULL * 1000,
-	.hog_gran_ns		= 250ULL * 1000,
 	.pinned_fastpath	= 1,
 	.cheap_wakeup		= 1,
 	.fast_yield		= 1,
@@ -474,9 +473,13 @@ static s32 init_defer_timer(s32 cpu)
  * with the long floor for hogs too, a sleeper waking every millisecond
  * against a hog could run only once per floor plus its own run, so it woke
  * later each period and cyclictest's average latency read twice the default
- * scheduler's. Tasks with short runs keep the long floor: they usually
- * block before it, and preempting them sooner cost hackbench and stress-ng
- * switch most of their throughput (docs/ab, 2026-11-30-wakeup-gran.log).
+ * scheduler's. The default is no floor at all for hogs: a floor is kept by
+ * the deferred-preemption timer, and a timer fires late in a loaded guest,
+ * so a wakee waited far longer than the floor (docs/ab,
+ * 2026-11-30-hog-gran-0.log). Tasks with short runs keep the long floor:
+ * they usually block before it, and preempting them sooner cost hackbench
+ * and stress-ng switch most of their throughput (docs/ab,
+ * 2026-11-30-wakeup-gran.log).
  */
 static __always_inline u64 preempt_gran(bool hog)
 {
