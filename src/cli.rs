@@ -268,6 +268,10 @@ pub struct Opts {
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
+    /// The libbpf object-open options every scx scheduler takes.
+    #[command(flatten, next_help_heading = "Libbpf options")]
+    pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -339,7 +343,13 @@ pub fn parse() -> Result<Opts, ExitCode> {
         .try_get_matches()
         .and_then(|mut m| Opts::from_arg_matches_mut(&mut m))
     {
-        Ok(opts) => Ok(opts),
+        Ok(opts) => match check_libbpf(&opts.libbpf) {
+            Ok(()) => Ok(opts),
+            Err(why) => {
+                eprintln!("error: {why}");
+                Err(ExitCode::from(2))
+            }
+        },
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
             eprintln!("{}", one_line(&e));
@@ -348,14 +358,26 @@ pub fn parse() -> Result<Opts, ExitCode> {
     }
 }
 
+/// The libbpf options' values, checked as bad input: scx_utils turns them
+/// into libbpf's open options, but drops all of them, silently, when it
+/// cannot read the --kconfig file, and the scheduler would load with
+/// settings nobody asked for.
+fn check_libbpf(o: &scx_utils::libbpf_clap_opts::LibbpfOpts) -> Result<(), String> {
+    if let Some(path) = &o.kconfig {
+        // {path:?}: a path may hold a newline; the error stays one line.
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--kconfig {path:?}: cannot read it: {e}"))?;
+        if text.contains('\0') {
+            return Err(format!("--kconfig {path:?}: the file has a NUL byte"));
+        }
+    }
+    Ok(())
+}
+
 /// The command line's definition: Opts, with the keys `set` takes (from
 /// live::LIVE) added to its help.
 pub fn command() -> clap::Command {
-    let keys = crate::live::LIVE
-        .iter()
-        .map(|(k, _)| *k)
-        .collect::<Vec<_>>()
-        .join(", ");
+    let keys = crate::live::keys();
     Opts::command().mut_subcommand("set", |c| {
         let about = c
             .get_long_about()
@@ -549,6 +571,19 @@ mod tests {
             help.trim_end(),
             "README's usage block is stale"
         );
+    }
+
+    #[test]
+    fn kconfig_must_be_readable() {
+        let o = Opts::parse_from(["scx_fastpath", "--kconfig", "/nonexistent/kconfig"]);
+        let e = check_libbpf(&o.libbpf).unwrap_err();
+        assert!(
+            e.starts_with("--kconfig \"/nonexistent/kconfig\": cannot read it"),
+            "{e}"
+        );
+        let o = Opts::parse_from(["scx_fastpath", "--kconfig", "/dev/null"]);
+        assert_eq!(check_libbpf(&o.libbpf), Ok(()));
+        assert!(o.libbpf.into_bpf_open_opts().is_some());
     }
 
     #[test]

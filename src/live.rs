@@ -41,36 +41,22 @@ pub const LIVE: &[(&str, Apply)] = &[
         Ok(())
     }),
     ("deferred-preempt", |o, v| {
-        o.no_deferred_preempt = !on_off(v)?;
-        Ok(())
+        switch(&mut o.no_deferred_preempt, v, false)
     }),
-    ("fast-yield", |o, v| {
-        o.no_fast_yield = !on_off(v)?;
-        Ok(())
-    }),
-    ("head-lag", |o, v| {
-        o.no_head_lag = !on_off(v)?;
-        Ok(())
-    }),
+    ("fast-yield", |o, v| switch(&mut o.no_fast_yield, v, false)),
+    ("head-lag", |o, v| switch(&mut o.no_head_lag, v, false)),
     ("pinned-fastpath", |o, v| {
-        o.no_pinned_fastpath = !on_off(v)?;
-        Ok(())
+        switch(&mut o.no_pinned_fastpath, v, false)
     }),
     ("cheap-wakeup", |o, v| {
-        o.no_cheap_wakeup = !on_off(v)?;
-        Ok(())
+        switch(&mut o.no_cheap_wakeup, v, false)
     }),
-    ("sync-wake", |o, v| {
-        o.sync_wake = on_off(v)?;
-        Ok(())
-    }),
-    ("sync-affine", |o, v| {
-        o.sync_affine = on_off(v)?;
-        Ok(())
-    }),
+    ("sync-wake", |o, v| switch(&mut o.sync_wake, v, true)),
+    ("sync-affine", |o, v| switch(&mut o.sync_affine, v, true)),
 ];
 
-fn keys() -> String {
+/// The live keys, for messages and `set --help`.
+pub fn keys() -> String {
     LIVE.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
 }
 
@@ -80,12 +66,16 @@ fn flag(name: &str, value: &str) -> Result<Opts> {
         .map_err(|e| anyhow!("{}", cli::one_line(&e).trim_start_matches("error: ")))
 }
 
-fn on_off(value: &str) -> Result<bool> {
-    match value {
-        "on" => Ok(true),
-        "off" => Ok(false),
+/// A switch's `on` or `off` into its flag's field, which is true for `on`
+/// (`--sync-wake`) or, for a `--no-...` flag, for `off`.
+fn switch(field: &mut bool, value: &str, true_when_on: bool) -> Result<()> {
+    let on = match value {
+        "on" => true,
+        "off" => false,
         _ => bail!("invalid value '{value}': a switch is on or off"),
-    }
+    };
+    *field = on == true_when_on;
+    Ok(())
 }
 
 /// Apply one `KEY=VALUE` to `opts`; returns it as given, for the log.
@@ -151,15 +141,38 @@ pub fn request(changes: &[String]) -> Result<(), (u8, anyhow::Error)> {
 
 fn send(args: BTreeMap<String, String>) -> Result<()> {
     let mut client = scx_stats::prelude::StatsClient::new()
+        .set_path(SOCKET)
         .connect(Some(Duration::from_secs(5).as_millis() as u64))
-        .with_context(|| format!("no running scx_fastpath to tune ({SOCKET})"))?;
+        .map_err(|e| {
+            use std::io::ErrorKind;
+            match e.downcast_ref::<std::io::Error>().map(|io| io.kind()) {
+                Some(ErrorKind::PermissionDenied) => {
+                    anyhow!(
+                        "only root can change a running scx_fastpath ({SOCKET}: permission denied)"
+                    )
+                }
+                Some(ErrorKind::NotFound | ErrorKind::ConnectionRefused) => {
+                    anyhow!("no running scx_fastpath to tune (nothing serves {SOCKET})")
+                }
+                _ => anyhow!("cannot connect to {SOCKET}: {e}"),
+            }
+        })?;
     let mut req: Vec<(String, String)> = vec![("target".into(), TARGET.into())];
     req.extend(args);
-    // The server's reason comes back as a JSON string under an errno.
     let config: String = client.request("stats", req).map_err(|e| {
+        if e.downcast_ref::<scx_stats::prelude::StatsErrno>().is_none() {
+            return anyhow!("lost the running scheduler before it answered: {e}");
+        }
+        // The server's reason: a JSON string, possibly an error's whole
+        // chain; its first line says it.
         let why = e.root_cause().to_string();
         let why = serde_json::from_str::<String>(&why).unwrap_or(why);
-        anyhow!("the running scheduler refused the change: {why}")
+        let why = why.lines().next().unwrap_or_default().to_string();
+        if why.contains("unknown stat target") {
+            anyhow!("the scheduler on {SOCKET} takes no `set` (not scx_fastpath, or an older one)")
+        } else {
+            anyhow!("the running scheduler refused the change: {why}")
+        }
     })?;
     println!("scx_fastpath now runs with: {config}");
     Ok(())

@@ -41,6 +41,23 @@ pub struct Scheduler<'obj> {
     stats_server: StatsServer<Request, Reply>,
 }
 
+/// libbpf's open options from the libbpf flags, whose values cli::parse
+/// has checked; scx_utils returns None, dropping them all, when one cannot
+/// be used.
+fn libbpf_open_opts(
+    o: &scx_utils::libbpf_clap_opts::LibbpfOpts,
+) -> Result<Option<libbpf_rs::libbpf_sys::bpf_object_open_opts>> {
+    let given = o.relaxed_maps.is_some()
+        || o.pin_root_path.is_some()
+        || o.kconfig.is_some()
+        || o.btf_custom_path.is_some()
+        || o.bpf_token_path.is_some();
+    match o.clone().into_bpf_open_opts() {
+        None if given => bail!("the libbpf options could not be turned into libbpf's open options"),
+        open => Ok(open),
+    }
+}
+
 /// The live tunables (struct fp_tune) from the options: before load as the
 /// map's initial value, and on every `set`.
 fn tune_of(opts: &Opts) -> FpTune {
@@ -77,7 +94,8 @@ impl<'obj> Scheduler<'obj> {
 
         let mut builder = BpfSkelBuilder::default();
         builder.obj_builder.debug(opts.verbose > 1);
-        let mut skel = scx_ops_open!(builder, open_object, fastpath_ops, None)
+        let open_opts = libbpf_open_opts(&opts.libbpf)?;
+        let mut skel = scx_ops_open!(builder, open_object, fastpath_ops, open_opts)
             .context("failed to open the BPF scheduler")?;
 
         let ops = skel.struct_ops.fastpath_ops_mut();
@@ -270,9 +288,23 @@ impl<'obj> Scheduler<'obj> {
             .data_tune_data
             .as_mut()
             .context("BPF skeleton has no .data.tune")?;
+        let (t, new) = (&mut tune.tune, tune_of(&opts));
         // SAFETY: the map's mmap()ed memory, which BPF programs read
-        // concurrently; each field is an aligned store they see whole.
-        unsafe { std::ptr::write_volatile(&mut tune.tune, tune_of(&opts)) };
+        // concurrently: one volatile store per field, each aligned and of
+        // at most 8 bytes, so BPF sees each field either old or new.
+        unsafe {
+            use std::ptr::write_volatile as w;
+            w(&mut t.slice_ns, new.slice_ns);
+            w(&mut t.wakeup_gran_ns, new.wakeup_gran_ns);
+            w(&mut t.hog_gran_ns, new.hog_gran_ns);
+            w(&mut t.pinned_fastpath, new.pinned_fastpath);
+            w(&mut t.cheap_wakeup, new.cheap_wakeup);
+            w(&mut t.fast_yield, new.fast_yield);
+            w(&mut t.head_lag, new.head_lag);
+            w(&mut t.deferred_preempt, new.deferred_preempt);
+            w(&mut t.sync_wake, new.sync_wake);
+            w(&mut t.sync_affine, new.sync_affine);
+        }
         info!(
             "set {} (live; was: {})",
             done.join(" "),
@@ -313,7 +345,12 @@ impl<'obj> Scheduler<'obj> {
                 let reply = match req {
                     Request::Metrics => Reply::Metrics(Box::new(self.metrics()?)),
                     Request::Set(changes) => {
-                        Reply::Set(self.set_live(&changes).map_err(|e| format!("{e:#}")))
+                        let res = self.set_live(&changes).map_err(|e| format!("{e:#}"));
+                        // The next rate line starts at the change.
+                        if res.is_ok() {
+                            prev = self.metrics()?;
+                        }
+                        Reply::Set(res)
                     }
                 };
                 stats_tx
@@ -381,4 +418,25 @@ pub fn wait_until_disabled() -> Result<()> {
         thread::sleep(Duration::from_millis(50));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// Every live key reaches the BPF side: changing it changes struct
+    /// fp_tune (a key that changed only the options would do nothing live).
+    #[test]
+    fn every_live_key_changes_the_tune() {
+        for (key, _) in live::LIVE {
+            let o = Opts::parse_from(["scx_fastpath"]);
+            let value = ["4321", "on", "off"].into_iter().find(|v| {
+                let mut n = o.clone();
+                live::apply(&mut n, &format!("{key}={v}")).is_ok()
+                    && format!("{:?}", tune_of(&n)) != format!("{:?}", tune_of(&o))
+            });
+            assert!(value.is_some(), "{key}: no value changes struct fp_tune");
+        }
+    }
 }

@@ -25,9 +25,19 @@ const BIN: &str = env!("CARGO_BIN_EXE_scx_fastpath");
 const DRY: &str = "--help-stats";
 
 /// Flags whose values are free-form (a string checked later, not by the
-/// parser): bad values may get past the parser, so those must instead fail
-/// cleanly when run. None so far; a flag added with one belongs here.
-const FREE_FORM: &[&str] = &[];
+/// parser), with a value that is valid for each: bad values may get past
+/// the parser, so those must instead fail cleanly when run. A flag added
+/// with one belongs here.
+const FREE_FORM: &[(&str, &str)] = &[
+    ("--pin-root-path", "/sys/fs/bpf"),
+    ("--kconfig", "/dev/null"),
+    ("--btf-custom-path", "/sys/kernel/btf/vmlinux"),
+    ("--bpf-token-path", "/sys/fs/bpf"),
+];
+
+fn free_form_valid(flag: &str) -> Option<&'static str> {
+    FREE_FORM.iter().find(|(f, _)| *f == flag).map(|(_, v)| *v)
+}
 
 #[derive(Debug)]
 struct Run {
@@ -345,7 +355,7 @@ fn bad_values_are_refused_in_one_line() {
     let runs = run_all(lists, PARSE_DEADLINE);
     let mut failures = Vec::new();
     for r in &runs {
-        let free = FREE_FORM.iter().any(|f| r.args[0].starts_with(f));
+        let free = FREE_FORM.iter().any(|(f, _)| r.args[0].starts_with(f));
         let res = if free {
             refused_or_accepted(r)
         } else {
@@ -366,6 +376,7 @@ fn valid_values_are_accepted() {
             vals.push(format!("+{hi}"));
             vals.push(format!("0{lo}"));
         }
+        vals.extend(free_form_valid(&f.long).map(String::from));
         assert!(
             !vals.is_empty(),
             "{}: no valid value known (no range in its error, no possible values)",
@@ -457,6 +468,7 @@ fn repeated_flags_are_refused_or_taken() {
                 .first()
                 .cloned()
                 .or_else(|| range_of(&f.long).map(|(lo, _)| lo.to_string()))
+                .or_else(|| free_form_valid(&f.long).map(String::from))
                 .expect("no valid value known");
             vec![f.long.clone(), v.clone(), f.long.clone(), v]
         } else {
@@ -493,7 +505,7 @@ fn accepted_values_fail_cleanly_when_run() {
         if let Some((lo, hi)) = range_of(&f.long) {
             vals.extend([lo, hi].map(|v| v.to_string()));
         }
-        if FREE_FORM.contains(&f.long.as_str()) {
+        if free_form_valid(&f.long).is_some() {
             vals.extend(bad_values());
         }
         for v in vals {

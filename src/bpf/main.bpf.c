@@ -430,7 +430,8 @@ static int defer_fire(void *map, u32 *key, struct fp_defer *d)
 	s32 cpu = *key & (FP_MAX_CPUS - 1);
 	struct fp_cpu *cctx = cpu_ctx(cpu);
 
-	if (READ_ONCE(cctx->curr_started) != READ_ONCE(d->started) ||
+	if (!tune.deferred_preempt ||
+	    READ_ONCE(cctx->curr_started) != READ_ONCE(d->started) ||
 	    !READ_ONCE(cctx->curr_busy) || READ_ONCE(cctx->kicked))
 		return 0;
 	WRITE_ONCE(cctx->kicked, 1);
@@ -467,39 +468,30 @@ static s32 init_defer_timer(s32 cpu)
 }
 
 /*
- * The wakeup preemption granularity against the running task: --hog-gran-us
- * if its runs are long (@hog), else --wakeup-gran-us. Both are counted from
- * the start of its run, and a hog's run starts when the last wakee blocked:
- * with the long floor for hogs too, a sleeper waking every millisecond
- * against a hog could run only once per floor plus its own run, so it woke
- * later each period and cyclictest's average latency read twice the default
- * scheduler's. The default is no floor at all for hogs: a floor is kept by
- * the deferred-preemption timer, and a timer fires late in a loaded guest,
- * so a wakee waited far longer than the floor (docs/ab,
- * 2026-11-30-hog-gran-0.log). Tasks with short runs keep the long floor:
- * they usually block before it, and preempting them sooner cost hackbench
- * and stress-ng switch most of their throughput (docs/ab,
- * 2026-11-30-wakeup-gran.log).
- */
-static __always_inline u64 preempt_gran(bool hog)
-{
-	u64 gran = tune.wakeup_gran_ns, hog_gran = tune.hog_gran_ns;
-
-	return hog && hog_gran < gran ? hog_gran : gran;
-}
-
-/*
  * Preempt @cpu for waking task @p if the task running there has run for at
- * least --wakeup-gran-us and is behind @p in virtual time, counting its
+ * least the granularity and is behind @p in virtual time, counting its
  * runtime so far, by more than that.
  * Without the margin nearly every wakeup preempted: a producer and a
  * consumer (a pipe, a message queue) then switch once per message, where
  * letting the producer run on batches the messages.
+ *
+ * The granularity is --hog-gran-us if the running task's runs are long,
+ * else --wakeup-gran-us. Both count from the start of its run, and a hog's
+ * run starts when the last wakee blocked: with the long floor for hogs too,
+ * a sleeper waking every millisecond against a hog could run only once per
+ * floor plus its own run, so it woke later each period and cyclictest's
+ * average latency read twice the default scheduler's. The default is no
+ * floor at all for hogs: a floor is kept by the deferred-preemption timer,
+ * and a timer fires late in a loaded guest, so a wakee waited far longer
+ * than the floor (docs/ab, 2026-11-30-hog-gran-0.log). Tasks with short
+ * runs keep the long floor: they usually block before it, and preempting
+ * them sooner cost hackbench and stress-ng switch most of their throughput
+ * (docs/ab, 2026-11-30-wakeup-gran.log).
  */
 static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
-	u64 curr_vtime, started, ran, at, need, gran;
+	u64 curr_vtime, started, ran, at, need, gran, hog_gran;
 	u32 weight;
 	bool hog, hog_floor;
 
@@ -533,9 +525,15 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 	weight = READ_ONCE(cctx->curr_weight) ?: 100;
 	ran = clock_delta(now, started);
 	hog = READ_ONCE(cctx->curr_long);
-	gran = preempt_gran(hog);
-	/* Counted in wake_hog_gran when it preempts, now or by the timer. */
-	hog_floor = gran < tune.wakeup_gran_ns;
+	/*
+	 * Each tunable read once: `set` may change them meanwhile. Counted in
+	 * wake_hog_gran when it preempts, now or by the timer.
+	 */
+	gran = tune.wakeup_gran_ns;
+	hog_gran = tune.hog_gran_ns;
+	hog_floor = hog && hog_gran < gran;
+	if (hog_floor)
+		gran = hog_gran;
 
 	/*
 	 * When, counted from the start of its run, the running task will be
