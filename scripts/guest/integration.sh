@@ -945,10 +945,10 @@ test_sigstop() {
 	kill -STOP "$SCHED_PID"
 	probe=$(sleeper_probe "$secs")
 	still_attached "after ${secs} s with the loader stopped (sleeper's worst wait ${probe} ms)" || ok=1
-	before=$(grep -c '^\[fastpath\] direct_local' "$SCHED_LOG")
+	before=$(grep -c '^\[fastpath\] placed' "$SCHED_LOG")
 	kill -CONT "$SCHED_PID"
 	sleep 3
-	after=$(grep -c '^\[fastpath\] direct_local' "$SCHED_LOG")
+	after=$(grep -c '^\[fastpath\] placed' "$SCHED_LOG")
 	say "stats lines: $before before SIGCONT, $after 3 s after"
 	[ "$after" -gt "$before" ] || { say "no stats after SIGCONT"; ok=1; }
 	[ "$probe" -le 1000 ] || { say "the sleeper waited ${probe} ms"; ok=1; }
