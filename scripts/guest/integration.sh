@@ -50,16 +50,13 @@ sleeper_probe() {
 }
 
 test_mixed_load() {
-	local m c probe_max pids=() name total ok=0
+	local m probe_max pids=() name total ok=0
 	m=$(dmesg_mark)
 	start_sched || return 1
 
 	stress-ng --temp-path "$WORK" --cpu $((2 * NCPU)) --timeout "${LOAD_SECS}s" --quiet &
 	pids+=($!)
-	for c in $(seq 0 $((NCPU - 1))); do
-		taskset -c "$c" stress-ng --temp-path "$WORK" --cpu 1 --timeout "${LOAD_SECS}s" --quiet &
-		pids+=($!)
-	done
+	start_pinned_hogs "$LOAD_SECS"
 	stress-ng --temp-path "$WORK" --fork 1 --timeout "${LOAD_SECS}s" --quiet &
 	pids+=($!)
 	start_exec_loop "$LOAD_SECS"
@@ -68,10 +65,7 @@ test_mixed_load() {
 	probe_max=$(sleeper_probe $((LOAD_SECS - 2)))
 	say "sleeper probe: worst wait beyond its 0.5 s sleep: ${probe_max} ms"
 
-	for c in "${pids[@]}"; do
-		wait "$c" || { say "a load generator (pid $c) failed"; ok=1; }
-	done
-	wait "$EXEC_PID"
+	wait_load || ok=1
 
 	if [ "$(state)" != enabled ] || ! kill -0 "$SCHED_PID" 2>/dev/null; then
 		say "scheduler not attached after the load (state $(state))"
@@ -225,6 +219,26 @@ setup_exec_loops() {
 exit 0
 EOS
 	chmod +x "$WORK/execl.sh"
+}
+
+# A CPU hog pinned to each CPU for $1 seconds, added to the caller's pids.
+start_pinned_hogs() {
+	local c
+	for c in $(seq 0 $((NCPU - 1))); do
+		taskset -c "$c" stress-ng --temp-path "$WORK" --cpu 1 --timeout "${1}s" --quiet &
+		pids+=($!)
+	done
+}
+
+# Wait for the caller's load generators (pids) and the exec loop; non-zero
+# if a generator failed.
+wait_load() {
+	local p rc=0
+	for p in "${pids[@]}"; do
+		wait "$p" || { say "a load generator (pid $p) failed"; rc=1; }
+	done
+	wait "$EXEC_PID"
+	return $rc
 }
 
 # Exec churn for $1 seconds in the background (EXEC_PID): stress-ng skips
@@ -622,16 +636,18 @@ test_live_set() {
 # exit, so it means something only after the whole default set (it is last
 # there); named alone it fails, as it should.
 test_counters_moved() {
-	local names name dead=() logs runs
-	logs=("$WORK"/sched.*.log)
+	local names name re totals dead=() runs
 	names=$("$SCHED" --help-stats | awk '{print $1}')
-	runs=$(grep -l '^\[fastpath\] totals:' "${logs[@]}" 2>/dev/null | wc -l)
+	# Read once, matched in the shell: `grep | grep -q` under pipefail
+	# fails whenever grep -q stops reading before the first grep is done.
+	totals=$(cat "$WORK"/sched.*.log 2>/dev/null | grep '^\[fastpath\] totals:')
+	runs=$(grep -c . <<<"$totals")
 	for name in $names; do
-		grep -h '^\[fastpath\] totals:' "${logs[@]}" 2>/dev/null | grep -qE "[ :]$name=[1-9]" ||
-			dead+=("$name")
+		re="[ :]$name=[1-9]"
+		[[ $totals =~ $re ]] || dead+=("$name")
 	done
 	say "$(wc -w <<<"$names") counters, totals of $runs scheduler runs; never moved: ${dead[*]:-none}"
-	[ "$runs" -gt 0 ] && [ ${#dead[@]} -eq 0 ]
+	[ -n "$totals" ] && [ ${#dead[@]} -eq 0 ]
 }
 
 # The kernel's debug dump carries scx_fastpath's own state: per CPU
@@ -1110,7 +1126,7 @@ test_rt_each_cpu() {
 # completes, and the probe never waits SOAK_BOUND ms (default 1000, as in
 # mixed_load) beyond its sleep.
 test_soak() {
-	local m ok=0 secs=${SOAK_SECS:-600} bound=${SOAK_BOUND:-1000} pids=() c p probe
+	local m ok=0 secs=${SOAK_SECS:-600} bound=${SOAK_BOUND:-1000} pids=() probe
 	m=$(dmesg_mark)
 	start_sched || return 1
 	stress-ng --temp-path "$WORK" --cpu "$NCPU" --timeout "${secs}s" --quiet &
@@ -1119,10 +1135,7 @@ test_soak() {
 	pids+=($!)
 	nice -n -5 stress-ng --temp-path "$WORK" --cpu 1 --timeout "${secs}s" --quiet &
 	pids+=($!)
-	for c in $(seq 0 $((NCPU - 1))); do
-		taskset -c "$c" stress-ng --temp-path "$WORK" --cpu 1 --timeout "${secs}s" --quiet &
-		pids+=($!)
-	done
+	start_pinned_hogs "$secs"
 	stress-ng --temp-path "$WORK" --pipe 1 --fork 1 --sleep 1 --sleep-max 32 \
 		--timeout "${secs}s" --quiet &
 	pids+=($!)
@@ -1130,10 +1143,7 @@ test_soak() {
 	say "load for ${secs} s: CPU hogs at nice 0, 10 and -5, a pinned hog per CPU, pipe, fork, an execl loop, 32 sleepers"
 	probe=$(sleeper_probe $((secs - 2)))
 	say "sleeper probe over the soak: worst wait beyond its 0.5 s sleep ${probe} ms (bound ${bound})"
-	for p in "${pids[@]}"; do
-		wait "$p" || { say "a load generator (pid $p) failed"; ok=1; }
-	done
-	wait "$EXEC_PID"
+	wait_load || ok=1
 	still_attached "after the ${secs} s soak" || ok=1
 	say "last stats: $(grep '^\[fastpath\] placed' "$SCHED_LOG" | tail -n 1)"
 	[ "$probe" -lt "$bound" ] || { say "the sleeper waited ${probe} ms"; ok=1; }
