@@ -66,19 +66,12 @@ const volatile bool compact_layout = true;
 
 /*
  * The tunables a running instance can change (scx_fastpath set): the loader
- * writes them before load and again when told to, through the mmap()ed map,
- * and every use reads them afresh. One read-mostly cache line of its own
- * (fast path 4): it is written only by such a change.
+ * writes them before load (so their defaults are the command line's, kept
+ * nowhere else) and again when told to, through the mmap()ed map, and every
+ * use reads them afresh. One read-mostly cache line of its own (fast path
+ * 4): it is written only by such a change.
  */
-struct fp_tune tune SEC(".data.tune") = {
-	.slice_ns		= 5ULL * 1000 * 1000,
-	.wakeup_gran_ns		= 1000ULL * 1000,
-	.pinned_fastpath	= 1,
-	.cheap_wakeup		= 1,
-	.fast_yield		= 1,
-	.head_lag		= 1,
-	.deferred_preempt	= 1,
-};
+struct fp_tune tune SEC(".data.tune");
 
 /*
  * The highest possible CPU id + 1, from the kernel at init: the possible
