@@ -50,7 +50,9 @@ wait_state() {
 # Start the scheduler in the background with --stats 1 and wait until the
 # kernel says it is enabled with our ops. Sets SCHED_PID and SCHED_LOG.
 start_sched() {
-	SCHED_LOG=$WORK/sched.$$.$RANDOM.log
+	# mktemp, not $RANDOM: two runs that drew the same name lost the
+	# first run's totals (counters_moved read one log fewer).
+	SCHED_LOG=$(mktemp -p "$WORK" sched.XXXXXX.log) || return 1
 	"$SCHED" --stats 1 "$@" >"$SCHED_LOG" 2>&1 &
 	SCHED_PID=$!
 	if ! wait_state enabled 30 "$SCHED_PID"; then
