@@ -58,6 +58,8 @@ fn libbpf_open_opts(
     }
 }
 
+include!(concat!(env!("OUT_DIR"), "/tune_store.rs"));
+
 /// The live tunables (struct fp_tune) from the options: before load as the
 /// map's initial value, and on every `set`.
 fn tune_of(opts: &Opts) -> FpTune {
@@ -288,23 +290,9 @@ impl<'obj> Scheduler<'obj> {
             .data_tune_data
             .as_mut()
             .context("BPF skeleton has no .data.tune")?;
-        let (t, new) = (&mut tune.tune, tune_of(&opts));
         // SAFETY: the map's mmap()ed memory, which BPF programs read
-        // concurrently: one volatile store per field, each aligned and of
-        // at most 8 bytes, so BPF sees each field either old or new.
-        unsafe {
-            use std::ptr::write_volatile as w;
-            w(&mut t.slice_ns, new.slice_ns);
-            w(&mut t.wakeup_gran_ns, new.wakeup_gran_ns);
-            w(&mut t.hog_gran_ns, new.hog_gran_ns);
-            w(&mut t.pinned_fastpath, new.pinned_fastpath);
-            w(&mut t.cheap_wakeup, new.cheap_wakeup);
-            w(&mut t.fast_yield, new.fast_yield);
-            w(&mut t.head_lag, new.head_lag);
-            w(&mut t.deferred_preempt, new.deferred_preempt);
-            w(&mut t.sync_wake, new.sync_wake);
-            w(&mut t.sync_affine, new.sync_affine);
-        }
+        // concurrently; store_tune writes it field by field.
+        unsafe { store_tune(&mut tune.tune, &tune_of(&opts)) };
         info!(
             "set {} (live; was: {})",
             done.join(" "),
