@@ -125,6 +125,17 @@ pub struct Opts {
     #[arg(long)]
     pub no_head_lag: bool,
 
+    /// A wakee waits behind a waker that keeps running
+    ///
+    /// When no CPU is idle, a task woken by one that keeps running (a
+    /// non-sync wakeup from a task whose last runs all ended still
+    /// runnable) goes back to its previous CPU even when that is the
+    /// waker's, where it can only preempt the waker or wait behind it. By
+    /// default it goes to another CPU whose queue is no longer instead, so
+    /// that waker and wakee run side by side.
+    #[arg(long)]
+    pub no_wake_away: bool,
+
     /// Fast path 1 off (pinned tasks)
     ///
     /// Fast path 1 off: tasks allowed on one CPU (or migration-disabled) go
@@ -428,7 +439,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} rt_release={} sync_wake={} sync_affine={} fast_yield={} head_lag={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} rt_release={} sync_wake={} sync_affine={} fast_yield={} head_lag={} wake_away={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -438,6 +449,7 @@ impl Opts {
             on_off(self.sync_affine),
             on_off(!self.no_fast_yield),
             on_off(!self.no_head_lag),
+            on_off(!self.no_wake_away),
             on_off(!self.no_pinned_fastpath),
             on_off(!self.no_cheap_wakeup),
             on_off(self.queued_wakeup),

@@ -45,6 +45,7 @@ pub const LIVE: &[(&str, Apply)] = &[
     }),
     ("fast-yield", |o, v| switch(&mut o.no_fast_yield, v, false)),
     ("head-lag", |o, v| switch(&mut o.no_head_lag, v, false)),
+    ("wake-away", |o, v| switch(&mut o.no_wake_away, v, false)),
     ("pinned-fastpath", |o, v| {
         switch(&mut o.no_pinned_fastpath, v, false)
     }),

@@ -74,6 +74,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         deferred_preempt: u8::from(!opts.no_deferred_preempt),
         sync_wake: u8::from(opts.sync_wake),
         sync_affine: u8::from(opts.sync_affine),
+        wake_away: u8::from(!opts.no_wake_away),
     }
 }
 

@@ -853,6 +853,30 @@ test_deferred_preempt() {
 	return $ok
 }
 
+# stress-ng futex: per instance a waker that spins on FUTEX_WAKE and a
+# waiter; 2 per CPU keep every CPU busy, so the waiter's wakeups find no
+# idle CPU. Its ops/s go to workload.log.
+futex_workload() {
+	stress-ng --temp-path "$WORK" --futex $((2 * NCPU)) --timeout 6s --metrics-brief 2>&1 |
+		awk '$4 == "futex" {print $(NF - 1)}' | head -n 1
+}
+
+test_wake_away() {
+	local m ok=0 on off
+	m=$(dmesg_mark)
+	[ "$NCPU" -ge 2 ] || { say "needs 2 CPUs"; return 1; }
+	run_under_sched futex_workload || return 1
+	on=$(cat "$WORK/workload.log")
+	say "on:  stress-ng futex x$((2 * NCPU)): ${on:-?} ops/s"
+	[ "$(say_counters wake_away)" -gt 0 ] || { say "no wakee was sent beside its waker"; ok=1; }
+	SCHED_ARGS="--no-wake-away" run_under_sched futex_workload || return 1
+	off=$(cat "$WORK/workload.log")
+	say "off: stress-ng futex x$((2 * NCPU)): ${off:-?} ops/s"
+	[ "$(say_counters wake_away)" -eq 0 ] || { say "wake_away moved with --no-wake-away"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # ---------------------------------------------------------------------------
 # Fault cases (scripts/test --faults runs them with the default set). Each
 # prints what it observed; each fails on an ejection, a kernel error, or a
@@ -1191,7 +1215,7 @@ test_topology() {
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt rt_hog monitor live_set tui dump sleeper_storm hog_storm counters_moved"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt wake_away rt_hog monitor live_set tui dump sleeper_storm hog_storm counters_moved"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do

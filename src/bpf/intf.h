@@ -82,6 +82,13 @@ enum fp_consts {
 	/* CPUs a wakeup looks at for a holder when none is idle. */
 	FP_HOLD_SCAN		= 8,
 
+	/*
+	 * Wake away: a waker keeps running if its last FP_AWAY_RUNS runs all
+	 * ended with it still runnable; CPUs looked at for its wakee.
+	 */
+	FP_AWAY_RUNS		= 4,
+	FP_AWAY_SCAN		= 8,
+
 	/* --wakeup-gran-us range. */
 	FP_WAKEUP_GRAN_US_MAX	= 100000,
 
@@ -107,6 +114,7 @@ struct fp_tune {
 	u8 deferred_preempt;
 	u8 sync_wake;
 	u8 sync_affine;
+	u8 wake_away;
 };
 
 /*
@@ -121,6 +129,7 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_SYNC,	/* with --sync-wake: a sync wakeup went to the waker's CPU */
 	FP_STAT_WAKE_SYNC_MASKED,	/* a sync wakeup's idle pick ignored the waker's busy CPU (no --sync-affine) */
 	FP_STAT_ENQ_QUEUED,	/* a task was queued on its CPU's DSQ */
+	FP_STAT_WAKE_AWAY,	/* no CPU idle: a wakee went beside its waker, which keeps running, not behind it */
 
 	/* Fast path 1: tasks with one possible CPU. */
 	FP_STAT_PINNED,		/* a pinned task went straight to its CPU's DSQ */

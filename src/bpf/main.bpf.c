@@ -139,6 +139,8 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *   guard_at	when guard_starved() last looked (ops.dispatch()).
  *   redirect_pid, redirect_cpu	select_cpu() writes, the enqueue() of the
  *		same wakeup (same CPU, IRQs still off) reads.
+ *   curr_keeps_running	ops.running() writes; select_cpu() on this CPU
+ *		reads it about the waker (see wake_away_cpu()).
  */
 struct fp_cpu {
 	/* line 0: shared, read remotely */
@@ -161,7 +163,8 @@ struct fp_cpu {
 	u64 guard_at;
 	s32 redirect_pid;
 	s32 redirect_cpu;
-	u8 __pad1[FP_CACHELINE - 40];
+	u32 curr_keeps_running;
+	u8 __pad1[FP_CACHELINE - 44];
 } __attribute__((aligned(FP_CACHELINE)));
 
 _Static_assert(sizeof(struct fp_cpu) == 2 * FP_CACHELINE,
@@ -170,7 +173,7 @@ _Static_assert(__builtin_offsetof(struct fp_cpu, kicked) < FP_CACHELINE,
 	       "remotely read fields must all sit on line 0");
 _Static_assert(__builtin_offsetof(struct fp_cpu, curr_sum_start) == FP_CACHELINE,
 	       "private fields must start line 1");
-_Static_assert(__builtin_offsetof(struct fp_cpu, redirect_cpu) < 2 * FP_CACHELINE,
+_Static_assert(__builtin_offsetof(struct fp_cpu, curr_keeps_running) < 2 * FP_CACHELINE,
 	       "private fields must all sit on line 1");
 
 /*
@@ -262,6 +265,7 @@ struct task_ctx {
 	u32 cg_weight;	/* that cgroup's cpu.weight, cached */
 	u32 cg_gen;	/* cgroup_gen when cg_weight was read */
 	u64 avg_run;	/* CPU time per run (running to stopping), averaged */
+	u32 runs_kept;	/* runs in a row that ended with it still runnable */
 };
 
 struct {
@@ -633,11 +637,79 @@ static bool sync_wake_here(struct task_struct *p, s32 this_cpu)
 	       !scx_bpf_dsq_nr_queued(this_cpu);
 }
 
+/*
+ * Wake away. When no CPU is idle, a wakee goes back to its previous CPU. If
+ * that is the waker's CPU and the waker keeps running (a non-sync wakeup,
+ * made from task context, by a task whose last FP_AWAY_RUNS runs all ended
+ * with it still runnable: a spinner, a producer that does not wait), the
+ * wakee can only preempt its waker or wait behind it, and the two never run
+ * at the same time. stress-ng futex x2 (a spinning waker and its waiter per
+ * instance, four tasks on two CPUs) read 0.17x of the default whenever the
+ * pairs settled on one CPU each. Instead, queue the wakee on another CPU
+ * whose queue is no longer than this one's, the shortest of a few.
+ *
+ * A wakeup from an interrupt (a timer, a softirq) is left alone: the task
+ * running here is not its waker.
+ */
+extern const int __preempt_count __ksym __weak;
+
+static bool in_task_context(void)
+{
+	/* NMI, hardirq and softirq counts: bits 8-23 (include/linux/preempt.h). */
+	const int irq_mask = 0xffff00;
+
+	/* Where the per-CPU preempt count is not known (not x86), say no. */
+	if (!bpf_ksym_exists(&__preempt_count))
+		return false;
+	return !(*(int *)bpf_this_cpu_ptr(&__preempt_count) & irq_mask);
+}
+
+/*
+ * @cpu runs one of our tasks, which the wakee can preempt or follow by
+ * vtime. Not a CPU an RT or deadline task holds: one that took the CPU from
+ * idle never passed through ops.cpu_release(), so `released` does not say
+ * so, and a wakee sent there waited for the ext server's share while other
+ * CPUs had none to give either (stress-ng mutex as root, FIFO threads on
+ * every CPU: the kernel's watchdog found a task runnable for 21 s).
+ */
+static bool can_take_away(s32 cpu)
+{
+	struct fp_cpu *cctx = cpu_ctx(cpu);
+
+	return READ_ONCE(cctx->curr_busy) && !READ_ONCE(cctx->released);
+}
+
+static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 wake_flags)
+{
+	u32 i, n = nr_cpu_ids < FP_AWAY_SCAN ? nr_cpu_ids : FP_AWAY_SCAN;
+	struct fp_cpu *here = cpu_ctx(this_cpu);
+	s32 cpu, queued, fewest, best = -1;
+
+	if (prev_cpu != this_cpu || (wake_flags & SCX_WAKE_SYNC) ||
+	    !(wake_flags & SCX_WAKE_TTWU) || !READ_ONCE(here->curr_busy) ||
+	    !here->curr_keeps_running || !in_task_context())
+		return -1;
+
+	fewest = scx_bpf_dsq_nr_queued(this_cpu);
+	bpf_for(i, 1, n) {
+		cpu = (this_cpu + i) % nr_cpu_ids;
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || !can_take_away(cpu))
+			continue;
+		queued = scx_bpf_dsq_nr_queued(cpu);
+		if (queued < fewest || (best < 0 && queued == fewest)) {
+			best = cpu;
+			fewest = queued;
+		}
+	}
+	return best;
+}
+
 s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
 	s32 cpu, this_cpu = bpf_get_smp_processor_id();
 	bool here_ok = idle_hold_ns && bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr);
+	u64 flags = wake_flags;
 
 	if (here_ok && FP_BRANCH(FP_BR_SELECT_HOLDER, can_redirect(p, prev_cpu, this_cpu))) {
 		redirect_to_holder(p, prev_cpu, this_cpu);
@@ -688,6 +760,14 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		if (cpu >= 0) {
 			redirect_to_holder(p, cpu, this_cpu);
 			return this_cpu;
+		}
+	}
+
+	if (tune.wake_away) {
+		cpu = wake_away_cpu(p, prev_cpu, this_cpu, flags);
+		if (cpu >= 0) {
+			stat_inc(FP_STAT_WAKE_AWAY);
+			return cpu;
 		}
 	}
 	return prev_cpu;
@@ -1251,6 +1331,7 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 		WRITE_ONCE(cctx->kicked, 0);
 
 	cctx->curr_sum_start = p->se.sum_exec_runtime;
+	cctx->curr_keeps_running = tctx && tctx->runs_kept >= FP_AWAY_RUNS;
 	if (unlikely(FP_BRANCH(FP_BR_RUNNING_ADAPT, cctx->hold_expired_at)))
 		adapt_hold_window(cctx, bpf_ktime_get_ns());
 }
@@ -1302,6 +1383,10 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 	used = p->se.sum_exec_runtime - cctx->curr_sum_start;
 	tctx->vtime += used * 100 / (cctx->curr_weight ?: 1);
 	tctx->avg_run = tctx->avg_run - tctx->avg_run / 4 + used / 4;
+	if (runnable)
+		tctx->runs_kept += tctx->runs_kept < FP_AWAY_RUNS;
+	else
+		tctx->runs_kept = 0;
 
 	/* Blocking: remember how far behind (or ahead) it was, bounded. */
 	if (!runnable) {
