@@ -13,17 +13,22 @@ use std::path::PathBuf;
 
 const INTF: &str = "src/bpf/intf.h";
 
-/// The entries of C enum `name` whose identifiers start with `prefix`, as
-/// (lower-case name without the prefix, the entry's trailing comment).
-fn enum_entries(header: &str, name: &str, prefix: &str) -> Result<Vec<(String, String)>, String> {
-    let open = format!("enum {name} {{");
+/// What is between `what {` and the next `};` in the header.
+fn c_body<'h>(header: &'h str, what: &str) -> Result<&'h str, String> {
+    let open = format!("{what} {{");
     let start = header
         .find(&open)
         .ok_or_else(|| format!("{INTF}: no `{open}`"))?;
     let body = &header[start + open.len()..];
-    let body = &body[..body
-        .find("};")
-        .ok_or_else(|| format!("{INTF}: `{name}` not closed"))?];
+    body.find("};")
+        .map(|end| &body[..end])
+        .ok_or_else(|| format!("{INTF}: `{what}` not closed"))
+}
+
+/// The entries of C enum `name` whose identifiers start with `prefix`, as
+/// (lower-case name without the prefix, the entry's trailing comment).
+fn enum_entries(header: &str, name: &str, prefix: &str) -> Result<Vec<(String, String)>, String> {
+    let body = c_body(header, &format!("enum {name}"))?;
     let mut out = Vec::new();
     for line in body.lines().map(str::trim) {
         let Some(rest) = line.strip_prefix(prefix) else {
@@ -49,15 +54,8 @@ fn enum_entries(header: &str, name: &str, prefix: &str) -> Result<Vec<(String, S
 /// The field names of C `struct name`, one `TYPE NAME;` per line, each of
 /// a scalar type of at most 8 bytes (what a single store writes whole).
 fn struct_fields(header: &str, name: &str) -> Result<Vec<String>, String> {
-    let open = format!("struct {name} {{");
-    let start = header
-        .find(&open)
-        .ok_or_else(|| format!("{INTF}: no `{open}`"))?;
-    let body = &header[start + open.len()..];
-    let body = &body[..body
-        .find("};")
-        .ok_or_else(|| format!("{INTF}: `{name}` not closed"))?];
-    body.lines()
+    c_body(header, &format!("struct {name}"))?
+        .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with("/*") && !l.starts_with('*'))
         .map(|l| {
