@@ -668,9 +668,9 @@ static bool in_task_context(void)
  * @cpu runs one of our tasks, which the wakee can preempt or follow by
  * vtime. Not a CPU an RT or deadline task holds: one that took the CPU from
  * idle never passed through ops.cpu_release(), so `released` does not say
- * so, and a wakee sent there waited for the ext server's share while other
- * CPUs had none to give either (stress-ng mutex as root, FIFO threads on
- * every CPU: the kernel's watchdog found a task runnable for 21 s).
+ * so, and a wakee sent there would wait for the ext server's share. (This
+ * did not cure the stress-ng mutex hang in the README's Known issues, which
+ * comes without wake away too.)
  */
 static bool can_take_away(s32 cpu)
 {
@@ -709,7 +709,8 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 {
 	s32 cpu, this_cpu = bpf_get_smp_processor_id();
 	bool here_ok = idle_hold_ns && bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr);
-	u64 flags = wake_flags;
+	/* As the waker passed them: the idle pick below may mask SCX_WAKE_SYNC. */
+	u64 waker_flags = wake_flags;
 
 	if (here_ok && FP_BRANCH(FP_BR_SELECT_HOLDER, can_redirect(p, prev_cpu, this_cpu))) {
 		redirect_to_holder(p, prev_cpu, this_cpu);
@@ -764,7 +765,7 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 	}
 
 	if (tune.wake_away) {
-		cpu = wake_away_cpu(p, prev_cpu, this_cpu, flags);
+		cpu = wake_away_cpu(p, prev_cpu, this_cpu, waker_flags);
 		if (cpu >= 0) {
 			stat_inc(FP_STAT_WAKE_AWAY);
 			return cpu;
