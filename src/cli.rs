@@ -98,14 +98,6 @@ pub struct Opts {
     #[arg(long)]
     pub no_deferred_preempt: bool,
 
-    /// Leave tasks queued on a CPU that RT took where they are
-    ///
-    /// Leave what is queued on a CPU that an RT or deadline task has taken
-    /// where it is (it waits for the CPU back), instead of moving it to the
-    /// other CPUs (ops.cpu_release).
-    #[arg(long)]
-    pub no_rt_release: bool,
-
     /// sched_yield() always goes through dispatch
     ///
     /// sched_yield() with nothing else waiting on the CPU goes through the
@@ -135,6 +127,16 @@ pub struct Opts {
     /// that waker and wakee run side by side.
     #[arg(long)]
     pub no_wake_away: bool,
+
+    /// A wakee whose CPU runs an RT task waits there
+    ///
+    /// When no CPU is idle, a task whose previous CPU runs an RT or
+    /// deadline task goes back there all the same, to wait until another
+    /// CPU finds nothing of its own to run or the kernel's ext server gives
+    /// it its 50 ms a second. By default it goes to a CPU that runs one of
+    /// ours instead.
+    #[arg(long)]
+    pub no_rt_away: bool,
 
     /// Fast path 1 off (pinned tasks)
     ///
@@ -439,17 +441,17 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} rt_release={} sync_wake={} sync_affine={} fast_yield={} head_lag={} wake_away={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} wake_away={} rt_away={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
             on_off(!self.no_deferred_preempt),
-            on_off(!self.no_rt_release),
             on_off(self.sync_wake),
             on_off(self.sync_affine),
             on_off(!self.no_fast_yield),
             on_off(!self.no_head_lag),
             on_off(!self.no_wake_away),
+            on_off(!self.no_rt_away),
             on_off(!self.no_pinned_fastpath),
             on_off(!self.no_cheap_wakeup),
             on_off(self.queued_wakeup),
@@ -478,7 +480,7 @@ mod tests {
         assert!(d.contains("fast_yield=on"), "{d}");
         assert!(d.contains("sync_wake=off"), "{d}");
         assert!(d.contains("deferred_preempt=on"), "{d}");
-        assert!(d.contains("rt_release=on"), "{d}");
+        assert!(d.contains("rt_away=on"), "{d}");
     }
 
     #[test]

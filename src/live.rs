@@ -25,8 +25,8 @@ type Apply = fn(&mut Opts, &str) -> Result<()>;
 /// flag of that name (a switch by its positive name, `on` or `off`), and a
 /// value is checked exactly as the flag checks it. What stays out is fixed
 /// at load: --idle-hold-us (the hold windows are set up from it),
-/// --no-rt-release (the marks on CPUs RT holds), --no-compact-layout (where
-/// the counters go) and --queued-wakeup (an ops flag).
+/// --no-compact-layout (where the counters go) and --queued-wakeup (an ops
+/// flag).
 pub const LIVE: &[(&str, Apply)] = &[
     ("slice-us", |o, v| {
         o.slice_us = flag("--slice-us", v)?.slice_us;
@@ -46,6 +46,7 @@ pub const LIVE: &[(&str, Apply)] = &[
     ("fast-yield", |o, v| switch(&mut o.no_fast_yield, v, false)),
     ("head-lag", |o, v| switch(&mut o.no_head_lag, v, false)),
     ("wake-away", |o, v| switch(&mut o.no_wake_away, v, false)),
+    ("rt-away", |o, v| switch(&mut o.no_rt_away, v, false)),
     ("pinned-fastpath", |o, v| {
         switch(&mut o.no_pinned_fastpath, v, false)
     }),

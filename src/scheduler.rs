@@ -75,6 +75,9 @@ fn tune_of(opts: &Opts) -> FpTune {
         sync_wake: u8::from(opts.sync_wake),
         sync_affine: u8::from(opts.sync_affine),
         wake_away: u8::from(!opts.no_wake_away),
+        rt_away: u8::from(!opts.no_rt_away),
+        // The struct's tail padding, which the skeleton names.
+        ..Default::default()
     }
 }
 
@@ -115,7 +118,6 @@ impl<'obj> Scheduler<'obj> {
             .rodata_data
             .as_mut()
             .context("BPF skeleton has no .rodata")?;
-        rodata.rt_release = !opts.no_rt_release;
         rodata.idle_hold_ns = opts.idle_hold_us * 1000;
         rodata.compact_layout = !opts.no_compact_layout;
         let tune = skel

@@ -107,9 +107,9 @@ pub struct CpuMetrics {
     pub placed: u64,
     #[stat(desc = "placements that took a fast path: pinned + wake_prev_idle + wake_no_scan")]
     pub fastpath: u64,
-    #[stat(desc = "tasks taken from a DSQ to run: disp_cpu_dsq + disp_stolen + rt_stolen")]
+    #[stat(desc = "tasks taken from a DSQ to run: disp_cpu_dsq + disp_stolen")]
     pub dispatched: u64,
-    #[stat(desc = "... of which from another CPU's DSQ: disp_stolen + rt_stolen")]
+    #[stat(desc = "... of which from another CPU's DSQ: disp_stolen")]
     pub stolen: u64,
     #[stat(desc = "wakeup preemptions: wake_preempt + wake_defer_kick")]
     pub preempted: u64,
@@ -131,8 +131,8 @@ impl CpuMetrics {
                 c.hold_redirect,
             ]),
             fastpath: sum(&[c.pinned, c.wake_prev_idle, c.wake_no_scan]),
-            dispatched: sum(&[c.disp_cpu_dsq, c.disp_stolen, c.rt_stolen]),
-            stolen: sum(&[c.disp_stolen, c.rt_stolen]),
+            dispatched: sum(&[c.disp_cpu_dsq, c.disp_stolen]),
+            stolen: c.disp_stolen,
             preempted: sum(&[c.wake_preempt, c.wake_defer_kick]),
         }
     }
@@ -441,7 +441,6 @@ mod tests {
         set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_WAKE_NO_SCAN, 3);
         set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_DISP_CPU_DSQ, 10);
         set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_DISP_STOLEN, 5);
-        set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_RT_STOLEN, 1);
         set(&mut cnt, bpf_intf::fp_stat_idx_FP_STAT_WAKE_PREEMPT, 7);
         let c = CpuMetrics::from_counts(&cnt, 9);
         assert_eq!(
@@ -450,8 +449,8 @@ mod tests {
                 queued: 9,
                 placed: 15,
                 fastpath: 13,
-                dispatched: 16,
-                stolen: 6,
+                dispatched: 15,
+                stolen: 5,
                 preempted: 7,
             }
         );

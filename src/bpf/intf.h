@@ -115,6 +115,7 @@ struct fp_tune {
 	u8 sync_wake;
 	u8 sync_affine;
 	u8 wake_away;
+	u8 rt_away;
 };
 
 /*
@@ -130,6 +131,7 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_SYNC_MASKED,	/* a sync wakeup's idle pick ignored the waker's busy CPU (no --sync-affine) */
 	FP_STAT_ENQ_QUEUED,	/* a task was queued on its CPU's DSQ */
 	FP_STAT_WAKE_AWAY,	/* no CPU idle: a wakee went beside its waker, which keeps running, not behind it */
+	FP_STAT_WAKE_RT_AWAY,	/* no CPU idle: a wakee's CPU ran an RT or deadline task, so it went to one that runs ours */
 
 	/* Fast path 1: tasks with one possible CPU. */
 	FP_STAT_PINNED,		/* a pinned task went straight to its CPU's DSQ */
@@ -162,11 +164,6 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_SHORT_RUNNER,	/* no later preemption: the running task's runs average under --wakeup-gran-us */
 	FP_STAT_WAKE_HOG_GRAN,	/* a long-running task was preempted (now or by the timer) at --hog-gran-us */
 	FP_STAT_WAKE_KTHREAD_KEPT,	/* no preemption: the CPU runs a kernel thread, which keeps it to the end of its slice */
-
-	/* A CPU taken by a higher sched class (RT, deadline). */
-	FP_STAT_RT_RELEASE,	/* an RT or deadline task took a CPU from us (ops.cpu_release) */
-	FP_STAT_RT_AVOIDED,	/* a task was queued elsewhere than its CPU, which RT had taken */
-	FP_STAT_RT_STOLEN,	/* a CPU took the head of the DSQ of a CPU that RT had taken */
 
 	/* ops.yield(). */
 	FP_STAT_YIELD_KEPT,	/* sched_yield() with nothing waiting: the task went on */

@@ -57,10 +57,9 @@ UEI_DEFINE(uei);
 
 /*
  * Set by the loader before load, and fixed from then on: these decide what
- * state exists (the idle-hold windows, the RT-release marks, where the
- * counters go), so changing them under a running scheduler would strand it.
+ * state exists (the idle-hold windows, where the counters go), so changing
+ * them under a running scheduler would strand it.
  */
-const volatile bool rt_release = true;
 const volatile u64 idle_hold_ns;
 const volatile bool compact_layout = true;
 
@@ -125,9 +124,6 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		reads.
  *   holding	idle_hold() writes; select_cpu() and the enqueue of a
  *		redirected wakeup read.
- *   released	a higher sched class (RT, deadline) has the CPU: set by
- *		ops.cpu_release(), cleared by ops.cpu_acquire(); enqueue and
- *		the other CPUs' dispatch read it.
  *   kicked	set by whoever sends a preemption kick, cleared by the
  *		kicked CPU's next ops.dispatch() or ops.running(): the one
  *		field written from outside, and only once per kick.
@@ -152,9 +148,8 @@ struct fp_cpu {
 	u32 curr_kthread;
 	u32 holding;
 	u32 kicked;
-	u32 released;
 	u32 curr_long;
-	u8 __pad0[FP_CACHELINE - 52];
+	u8 __pad0[FP_CACHELINE - 48];
 
 	/* line 1: private */
 	u64 curr_sum_start;
@@ -666,17 +661,13 @@ static bool in_task_context(void)
 
 /*
  * @cpu runs one of our tasks, which the wakee can preempt or follow by
- * vtime. Not a CPU an RT or deadline task holds: one that took the CPU from
- * idle never passed through ops.cpu_release(), so `released` does not say
- * so, and a wakee sent there would wait for the ext server's share. (This
- * did not cure the stress-ng mutex hang in the README's Known issues, which
- * comes without wake away too.)
+ * vtime. (A CPU that an RT or deadline task took from one of ours still
+ * reads busy until ours stops; the wakee then waits there as it would have
+ * on its own CPU.)
  */
 static bool can_take_away(s32 cpu)
 {
-	struct fp_cpu *cctx = cpu_ctx(cpu);
-
-	return READ_ONCE(cctx->curr_busy) && !READ_ONCE(cctx->released);
+	return READ_ONCE(cpu_ctx(cpu)->curr_busy);
 }
 
 static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 wake_flags)
@@ -702,6 +693,34 @@ static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 
 		}
 	}
 	return best;
+}
+
+/*
+ * RT away. No CPU is idle (the kernel's search just found none), yet
+ * @prev_cpu runs none of ours: it runs a task of a higher class (RT,
+ * deadline), which took it from us or from idle. A wakee queued there waits
+ * until another CPU finds nothing of its own to run and steals it, or for
+ * the kernel's ext server, 50 ms a second: a sleeper's worst wait in the
+ * rt_hog test was 375 ms. Return the first CPU after @prev_cpu that runs one
+ * of ours, where it takes its turn by vtime, or -1. A CPU between two of our
+ * tasks reads the same for a moment; sending a wakee on from it costs
+ * nothing. Returned by ops.select_cpu(), so the task is counted on the CPU
+ * whose DSQ it waits on (see enqueue_on_cpu()).
+ */
+static s32 rt_away_cpu(struct task_struct *p, s32 prev_cpu)
+{
+	u32 i, n = nr_cpu_ids < FP_AWAY_SCAN ? nr_cpu_ids : FP_AWAY_SCAN;
+	s32 cpu;
+
+	if (READ_ONCE(cpu_ctx(prev_cpu)->curr_busy) ||
+	    !bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr))
+		return -1;
+	bpf_for(i, 1, n) {
+		cpu = (prev_cpu + i) % nr_cpu_ids;
+		if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && can_take_away(cpu))
+			return cpu;
+	}
+	return -1;
 }
 
 s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
@@ -768,6 +787,13 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		cpu = wake_away_cpu(p, prev_cpu, this_cpu, waker_flags);
 		if (cpu >= 0) {
 			stat_inc(FP_STAT_WAKE_AWAY);
+			return cpu;
+		}
+	}
+	if (tune.rt_away) {
+		cpu = rt_away_cpu(p, prev_cpu);
+		if (cpu >= 0) {
+			stat_inc(FP_STAT_WAKE_RT_AWAY);
 			return cpu;
 		}
 	}
@@ -846,76 +872,6 @@ static void enqueue_redirected(struct task_struct *p, s32 cpu, u64 enq_flags)
 	stat_inc(FP_STAT_HOLD_REDIRECT);
 }
 
-/* ------------------------------------------------------------------------
- * Higher sched classes: a CPU taken by an RT or deadline task.
- * ------------------------------------------------------------------------ */
-
-/*
- * CPUs a higher sched class holds now. Written only by ops.cpu_release()
- * and ops.cpu_acquire(), so at the rate RT tasks come and go, and read by
- * every ops.dispatch(): one shared, read-mostly line.
- */
-u32 nr_released;
-
-/*
- * @cpu runs RT (or deadline) work that our tasks cannot preempt, for as long
- * as it likes: what is queued there would wait for it. Queue @p on an idle
- * CPU if there is one (claimed and kicked here; *@kicked says so, and the
- * caller does not scan for another), else on this CPU if @p may run here
- * and it is not taken too, else on any CPU @p may run on.
- */
-static s32 away_from_released(struct task_struct *p, s32 cpu, bool *kicked)
-{
-	s32 c, this_cpu = bpf_get_smp_processor_id();
-
-	c = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-	if (c >= 0) {
-		scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
-		*kicked = true;
-	} else if (this_cpu != cpu && bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr) &&
-		   !READ_ONCE(cpu_ctx(this_cpu)->released)) {
-		c = this_cpu;
-	} else {
-		c = scx_bpf_pick_any_cpu(p->cpus_ptr, 0);
-		if (c < 0 || c == cpu)
-			return cpu;
-	}
-	stat_inc(FP_STAT_RT_AVOIDED);
-	return c;
-}
-
-/*
- * A higher class took @cpu. Whatever waits on its local DSQ goes back
- * through ops.enqueue(), which queues it elsewhere (away_from_released());
- * what waits on its DSQ is taken first by any CPU that dispatches (steal()
- * with released_only), since it can run nowhere else. Pinned tasks wait.
- * Without this, an RT hog on one CPU left the tasks queued there to the
- * ext deadline server's few milliseconds a second.
- */
-void BPF_STRUCT_OPS(fastpath_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
-{
-	struct fp_cpu *cctx = cpu_ctx(cpu);
-
-	if (!rt_release)
-		return;
-	if (!cctx->released) {
-		WRITE_ONCE(cctx->released, 1);
-		__sync_fetch_and_add(&nr_released, 1);
-	}
-	stat_inc(FP_STAT_RT_RELEASE);
-	scx_bpf_reenqueue_local();
-}
-
-void BPF_STRUCT_OPS(fastpath_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
-{
-	struct fp_cpu *cctx = cpu_ctx(cpu);
-
-	if (cctx->released) {
-		WRITE_ONCE(cctx->released, 0);
-		__sync_fetch_and_sub(&nr_released, 1);
-	}
-}
-
 /*
  * A wakeup the kernel queued on the task's CPU without asking ops.select_cpu()
  * (SCX_OPS_ALLOW_QUEUED_WAKEUP: the task was still on its CPU when woken).
@@ -930,7 +886,7 @@ static bool is_queued_wakeup(struct task_struct *p, u64 enq_flags)
 
 static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 {
-	bool wakeup = enq_flags & SCX_ENQ_WAKEUP, kicked = false;
+	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
 	s32 cpu, idle, task_cpu = scx_bpf_task_cpu(p);
 	u64 vtime;
 
@@ -949,10 +905,15 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 		}
 	}
 
+	/*
+	 * Always the DSQ of the CPU the task is counted on (its rq): that
+	 * CPU's ext server, the one thing that runs our tasks while RT holds
+	 * every CPU, stops for good the first time its dispatch finds nothing
+	 * while tasks are still counted there. Queuing elsewhere did that
+	 * (docs/faults/2026-12-01-mutex-hang.md). The one exception is an
+	 * idle-hold redirect, to a CPU that is polling for it.
+	 */
 	cpu = task_cpu;
-	if (unlikely(rt_release && READ_ONCE(cpu_ctx(cpu)->released)))
-		cpu = away_from_released(p, cpu, &kicked);
-
 	vtime = queue_on(p, cpu, enq_flags);
 	stat_inc(FP_STAT_ENQ_QUEUED);
 
@@ -966,9 +927,6 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	if (tune.cheap_wakeup &&
 	    FP_BRANCH(FP_BR_ENQ_NO_SCAN, wakeup && __COMPAT_is_enq_cpu_selected(enq_flags))) {
 		stat_inc(FP_STAT_WAKE_NO_SCAN);
-	} else if (kicked) {
-		/* away_from_released() already claimed and kicked an idle CPU. */
-		return;
 	} else {
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 		if (idle >= 0) {
@@ -1030,7 +988,7 @@ static bool can_run_on(struct task_struct *p, s32 cpu)
  * any idle CPU reaches it. Peeks are lockless; only the move takes a DSQ
  * lock.
  */
-static bool steal(s32 cpu, bool released_only)
+static bool steal(s32 cpu)
 {
 	struct task_struct *head;
 	s64 behind, best = 0;
@@ -1041,8 +999,6 @@ static bool steal(s32 cpu, bool released_only)
 		c = cpu + i;
 		if (c >= nr_cpu_ids)
 			c -= nr_cpu_ids;
-		if (released_only && !READ_ONCE(cpu_ctx(c)->released))
-			continue;
 		head = __COMPAT_scx_bpf_dsq_peek(c);
 		if (!head || !can_run_on(head, cpu))
 			continue;
@@ -1053,7 +1009,7 @@ static bool steal(s32 cpu, bool released_only)
 		}
 	}
 	if (best_cpu >= 0 && scx_bpf_dsq_move_to_local(best_cpu, 0)) {
-		stat_inc(released_only ? FP_STAT_RT_STOLEN : FP_STAT_DISP_STOLEN);
+		stat_inc(FP_STAT_DISP_STOLEN);
 		return true;
 	}
 	return false;
@@ -1229,10 +1185,6 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 	if (guard_starved(cpu, now))
 		return;
 
-	/* Tasks queued on a CPU that RT has taken can run nowhere else. */
-	if (rt_release && READ_ONCE(nr_released) && steal(cpu, true))
-		return;
-
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	if (head) {
 		if (prev_runnable && can_run_on(prev, cpu) &&
@@ -1246,7 +1198,7 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 			return;
 		}
 	}
-	if (steal(cpu, false))
+	if (steal(cpu))
 		return;
 
 	/* Nothing else wants this CPU: let prev run another slice. */
@@ -1473,8 +1425,8 @@ void BPF_STRUCT_OPS(fastpath_cgroup_move, struct task_struct *p,
 
 void BPF_STRUCT_OPS(fastpath_dump, struct scx_dump_ctx *dctx)
 {
-	scx_bpf_dump("fastpath: slice_ns=%llu wakeup_gran_ns=%llu nr_released=%u",
-		     tune.slice_ns, tune.wakeup_gran_ns, READ_ONCE(nr_released));
+	scx_bpf_dump("fastpath: slice_ns=%llu wakeup_gran_ns=%llu",
+		     tune.slice_ns, tune.wakeup_gran_ns);
 }
 
 void BPF_STRUCT_OPS(fastpath_dump_cpu, struct scx_dump_ctx *dctx, s32 cpu, bool idle)
@@ -1485,10 +1437,10 @@ void BPF_STRUCT_OPS(fastpath_dump_cpu, struct scx_dump_ctx *dctx, s32 cpu, bool 
 	/* An idle CPU with nothing queued has nothing to say. */
 	if (idle && queued <= 0)
 		return;
-	scx_bpf_dump("fastpath: dsq %d queued=%d vmin=%llu curr_vtime=%llu busy=%u kthread=%u long=%u kicked=%u released=%u holding=%u",
+	scx_bpf_dump("fastpath: dsq %d queued=%d vmin=%llu curr_vtime=%llu busy=%u kthread=%u long=%u kicked=%u holding=%u",
 		     cpu, queued, cctx->vmin, cctx->curr_vtime, cctx->curr_busy,
 		     cctx->curr_kthread, cctx->curr_long, cctx->kicked,
-		     cctx->released, cctx->holding);
+		     cctx->holding);
 }
 
 void BPF_STRUCT_OPS(fastpath_dump_task, struct scx_dump_ctx *dctx, struct task_struct *p)
@@ -1558,8 +1510,6 @@ SCX_OPS_DEFINE(fastpath_ops,
 	       .enqueue			= (void *)fastpath_enqueue,
 	       .dispatch		= (void *)fastpath_dispatch,
 	       .yield			= (void *)fastpath_yield,
-	       .cpu_release		= (void *)fastpath_cpu_release,
-	       .cpu_acquire		= (void *)fastpath_cpu_acquire,
 	       .running			= (void *)fastpath_running,
 	       .stopping		= (void *)fastpath_stopping,
 	       .init_task		= (void *)fastpath_init_task,
