@@ -661,9 +661,8 @@ static bool in_task_context(void)
 
 /*
  * @cpu runs one of our tasks, which the wakee can preempt or follow by
- * vtime. (A CPU that an RT or deadline task took from one of ours still
- * reads busy until ours stops; the wakee then waits there as it would have
- * on its own CPU.)
+ * vtime. A CPU that an RT or deadline task holds reads not busy:
+ * ops.stopping() ran for ours when it was preempted, or none of ours ran.
  */
 static bool can_take_away(s32 cpu)
 {
