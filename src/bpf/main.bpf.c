@@ -660,13 +660,15 @@ static bool in_task_context(void)
 }
 
 /*
- * @cpu runs one of our tasks, which the wakee can preempt or follow by
- * vtime. A CPU that an RT or deadline task holds reads not busy:
- * ops.stopping() ran for ours when it was preempted, or none of ours ran.
+ * @p may run on @cpu, and @cpu runs one of our tasks, which @p can preempt
+ * or follow by vtime. A CPU that an RT or deadline task holds reads not
+ * busy: ops.stopping() ran for ours when it was preempted, or none of ours
+ * ran.
  */
-static bool can_take_away(s32 cpu)
+static bool can_take_away(struct task_struct *p, s32 cpu)
 {
-	return READ_ONCE(cpu_ctx(cpu)->curr_busy);
+	return bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+	       READ_ONCE(cpu_ctx(cpu)->curr_busy);
 }
 
 static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 wake_flags)
@@ -683,7 +685,7 @@ static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 
 	fewest = scx_bpf_dsq_nr_queued(this_cpu);
 	bpf_for(i, 1, n) {
 		cpu = (this_cpu + i) % nr_cpu_ids;
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || !can_take_away(cpu))
+		if (!can_take_away(p, cpu))
 			continue;
 		queued = scx_bpf_dsq_nr_queued(cpu);
 		if (queued < fewest || (best < 0 && queued == fewest)) {
@@ -716,7 +718,7 @@ static s32 rt_away_cpu(struct task_struct *p, s32 prev_cpu)
 		return -1;
 	bpf_for(i, 1, n) {
 		cpu = (prev_cpu + i) % nr_cpu_ids;
-		if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && can_take_away(cpu))
+		if (can_take_away(p, cpu))
 			return cpu;
 	}
 	return -1;
@@ -886,7 +888,7 @@ static bool is_queued_wakeup(struct task_struct *p, u64 enq_flags)
 static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 {
 	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
-	s32 cpu, idle, task_cpu = scx_bpf_task_cpu(p);
+	s32 idle, task_cpu = scx_bpf_task_cpu(p);
 	u64 vtime;
 
 	if (unlikely(FP_BRANCH(FP_BR_ENQ_QUEUED_WAKEUP, is_queued_wakeup(p, enq_flags)))) {
@@ -912,8 +914,7 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	 * (docs/faults/2026-12-01-mutex-hang.md). The one exception is an
 	 * idle-hold redirect, to a CPU that is polling for it.
 	 */
-	cpu = task_cpu;
-	vtime = queue_on(p, cpu, enq_flags);
+	vtime = queue_on(p, task_cpu, enq_flags);
 	stat_inc(FP_STAT_ENQ_QUEUED);
 
 	/*
@@ -936,7 +937,7 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	}
 
 	if (wakeup)
-		preempt_if_behind(p, cpu, vtime, now);
+		preempt_if_behind(p, task_cpu, vtime, now);
 }
 
 void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
