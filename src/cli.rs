@@ -138,6 +138,16 @@ pub struct Opts {
     #[arg(long)]
     pub no_rt_away: bool,
 
+    /// Tasks queued where an RT task runs wait for it
+    ///
+    /// A task queued on a CPU that an RT or deadline task holds (the task it
+    /// preempted, or a wakeup that found no better CPU) waits until that CPU
+    /// is free, another CPU has nothing of its own to run, or the kernel's
+    /// ext server gives it its 50 ms a second, after most of a second. By
+    /// default the next CPUs that run ours take it before their own queue.
+    #[arg(long)]
+    pub no_rt_rescue: bool,
+
     /// Fast path 1 off (pinned tasks)
     ///
     /// Fast path 1 off: tasks allowed on one CPU (or migration-disabled) go
@@ -441,7 +451,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} wake_away={} rt_away={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -452,6 +462,7 @@ impl Opts {
             on_off(!self.no_head_lag),
             on_off(!self.no_wake_away),
             on_off(!self.no_rt_away),
+            on_off(!self.no_rt_rescue),
             on_off(!self.no_pinned_fastpath),
             on_off(!self.no_cheap_wakeup),
             on_off(self.queued_wakeup),
@@ -481,6 +492,7 @@ mod tests {
         assert!(d.contains("sync_wake=off"), "{d}");
         assert!(d.contains("deferred_preempt=on"), "{d}");
         assert!(d.contains("rt_away=on"), "{d}");
+        assert!(d.contains("rt_rescue=on"), "{d}");
     }
 
     #[test]

@@ -76,6 +76,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         sync_affine: u8::from(opts.sync_affine),
         wake_away: u8::from(!opts.no_wake_away),
         rt_away: u8::from(!opts.no_rt_away),
+        rt_rescue: u8::from(!opts.no_rt_rescue),
         // The struct's tail padding, which the skeleton names.
         ..Default::default()
     }

@@ -761,19 +761,22 @@ test_tui() {
 
 # An RT (SCHED_FIFO) hog takes the last CPU for RT_SECS (15) while unpinned
 # CPU hogs and the sleeper probe run. A wakee whose CPU the RT task holds
-# goes to a CPU that runs ours: wake_rt_away must move, and with
-# --no-rt-away it cannot. The sleeper's worst wait is reported for both, not
+# goes to a CPU that runs ours (wake_rt_away), and the other CPU takes what
+# is queued on the RT CPU (rt_rescued): both must move, and with
+# --no-rt-away --no-rt-rescue neither can. The sleeper's worst wait is reported for both, not
 # bounded: a run with RT away read 541 ms (a whole 0.5 s sleep period lost,
 # as in half the runs without it), so a bound would only flake. Nothing is
 # ejected either way.
 rt_workload() {
 	local secs=${RT_SECS:-15} rt hog
-	taskset -c $((NCPU - 1)) chrt -f 10 stress-ng --temp-path "$WORK" --cpu 1 --timeout "${secs}s" --quiet &
+	# A bash loop: stress-ng took 5-10 s of this guest to start its worker.
+	taskset -c $((NCPU - 1)) chrt -f 10 bash -c 'while :; do :; done' &
 	rt=$!
 	stress-ng --temp-path "$WORK" --cpu "$NCPU" --timeout "${secs}s" --quiet &
 	hog=$!
 	sleep 1
 	echo "probe: $(sleeper_probe $((secs - 3)))"
+	kill "$rt"
 	wait "$rt" "$hog"
 }
 
@@ -784,14 +787,16 @@ test_rt_hog() {
 		if [ "$mode" = on ]; then
 			SCHED_ARGS="" run_under_sched rt_workload || ok=1
 		else
-			SCHED_ARGS="--no-rt-away" run_under_sched rt_workload || ok=1
+			SCHED_ARGS="--no-rt-away --no-rt-rescue" run_under_sched rt_workload || ok=1
 		fi
 		probe=$(sed -n 's/^probe: //p' "$WORK/workload.log")
-		say "rt_away $mode: RT hog on CPU $((NCPU - 1)), $NCPU CPU hogs: sleeper's worst wait ${probe:-?} ms"
+		say "rt_away and rt_rescue $mode: RT hog on CPU $((NCPU - 1)), $NCPU CPU hogs: sleeper's worst wait ${probe:-?} ms"
 		if [ "$mode" = on ]; then
 			[ "$(say_counters wake_rt_away)" -gt 0 ] || { say "no wakee was sent away from the RT CPU"; ok=1; }
+			[ "$(say_counters rt_rescued)" -gt 0 ] || { say "no task was taken from the RT CPU's queue"; ok=1; }
 		else
-			[ "$(say_counters wake_rt_away)" -eq 0 ] || { say "wake_rt_away moved with --no-rt-away"; ok=1; }
+			[ "$(say_counters wake_rt_away rt_rescued)" -eq 0 ] ||
+				{ say "an RT counter moved with --no-rt-away --no-rt-rescue"; ok=1; }
 		fi
 		grep -q 'EXIT: unregistered from user space' "$SCHED_LOG" || { say "scheduler was ejected: $(grep EXIT "$SCHED_LOG")"; ok=1; }
 	done
@@ -1130,35 +1135,47 @@ PY
 # half its fair share of the CPUs RT leaves (nproc - 1) over the window (a
 # task stranded on the RT CPU gets only the kernel's ext server's few
 # milliseconds a second), the probe never waits RT_EACH_BOUND ms (1000, as
-# in mixed_load), and nothing is ejected. Then CPU 0 again under the other
+# in mixed_load), and nothing is ejected. The RT loop must have run half
+# the window (it read 67-89%, with RT rescue and without; a stress-ng RT
+# hog, used before, had not even started), or the rest proves nothing. Then CPU 0 again under the other
 # RT throttling setting (sched_rt_runtime_us 950000 if the kernel's is
 # unthrottled, else -1).
 rt_on_cpu() {
-	local c=$1 secs=$2 rt i pids=() before=() t1 share fair min=1000000 probe
+	local c=$1 secs=$2 rt i pids=() before=() used=() rt_used span=0 fair share min=1000000 probe
 	for i in $(seq $((2 * NCPU))); do
 		bash -c 'while :; do :; done' &
 		pids+=($!)
 	done
 	sleep 2
-	for i in "${!pids[@]}"; do before[i]=$(cpu_ticks "${pids[i]}"); done
-	taskset -c "$c" chrt -f 10 stress-ng --temp-path "$WORK" --cpu 1 --timeout "${secs}s" --quiet &
+	# A bash loop, not stress-ng: stress-ng took 5-10 s of this guest to
+	# start its worker, most of the window.
+	taskset -c "$c" chrt -f 10 bash -c 'while :; do :; done' &
 	rt=$!
+	for i in "${!pids[@]}"; do before[i]=$(cpu_ticks "${pids[i]}"); done
+	rt_used=$(cpu_ticks "$rt")
 	probe=$(sleeper_probe $((secs - 2)))
-	# Each loop's fair share of the non-RT CPUs, in ticks, over the probe.
-	fair=$(((NCPU - 1) * $(getconf CLK_TCK) * (secs - 2) / (2 * NCPU)))
-	for i in "${!pids[@]}"; do
-		t1=$(cpu_ticks "${pids[i]}")
-		share=$(((t1 - before[i]) * 100 / (fair > 0 ? fair : 1)))
+	rt_used=$(($(cpu_ticks "$rt") - rt_used))
+	for i in "${!pids[@]}"; do used[i]=$(($(cpu_ticks "${pids[i]}") - before[i])); done
+	kill "${pids[@]}" "$rt"
+	wait "${pids[@]}" "$rt" 2>/dev/null
+	# The window, in ticks of one CPU: what the RT loop and the busy loops
+	# ran, over the CPUs (they keep every CPU busy; the tick-sampled
+	# /proc/stat and the wall clock both lag this accounting under TCG).
+	span=$rt_used
+	for i in "${!used[@]}"; do span=$((span + used[i])); done
+	span=$((span / NCPU))
+	# Each loop's fair share of the CPUs the RT loop leaves.
+	fair=$(((NCPU - 1) * span / (2 * NCPU)))
+	for i in "${!used[@]}"; do
+		share=$((used[i] * 100 / (fair > 0 ? fair : 1)))
 		[ "$share" -lt "$min" ] && min=$share
 	done
-	kill "${pids[@]}"
-	wait "$rt"
-	wait "${pids[@]}" 2>/dev/null
-	echo "$probe $min"
+	# Unless the RT loop held its CPU, the loops' shares mean nothing.
+	echo "$probe $min $((rt_used * 100 / (span > 0 ? span : 1)))"
 }
 
 test_rt_each_cpu() {
-	local m ok=0 c out probe min secs=${RT_EACH_SECS:-10} bound=${RT_EACH_BOUND:-1000} rt_runtime other
+	local m ok=0 c out probe min rt_share secs=${RT_EACH_SECS:-10} bound=${RT_EACH_BOUND:-1000} rt_runtime other
 	m=$(dmesg_mark)
 	[ "$NCPU" -ge 2 ] || { say "needs 2 CPUs"; return 1; }
 	start_sched || return 1
@@ -1178,14 +1195,15 @@ test_rt_each_cpu() {
 			out=$(rt_on_cpu "$c" "$secs")
 			c="$c (sched_rt_runtime_us $rt_runtime)"
 		fi
-		read -r probe min <<<"$out"
-		say "RT hog on CPU $c for ${secs} s, $((2 * NCPU)) busy loops: the least got ${min}% of its fair share of the other CPUs; sleeper's worst wait ${probe} ms"
+		read -r probe min rt_share <<<"$out"
+		say "RT hog on CPU $c for ${secs} s (it ran ${rt_share}% of the time), $((2 * NCPU)) busy loops: the least got ${min}% of its fair share of the other CPUs; sleeper's worst wait ${probe} ms"
+		[ "$rt_share" -ge 50 ] || { say "the RT hog did not hold its CPU"; ok=1; }
 		[ "$min" -ge 50 ] || { say "a loop was left behind the RT task"; ok=1; }
 		[ "$probe" -lt "$bound" ] || { say "the sleeper waited ${probe} ms (bound ${bound})"; ok=1; }
 		still_attached "after the RT hog on CPU $c" || ok=1
 	done
 	stop_sched || ok=1
-	say_counters disp_stolen >/dev/null
+	say_counters disp_stolen wake_rt_away rt_rescued >/dev/null
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }

@@ -116,6 +116,7 @@ struct fp_tune {
 	u8 sync_affine;
 	u8 wake_away;
 	u8 rt_away;
+	u8 rt_rescue;
 };
 
 /*
@@ -132,6 +133,7 @@ enum fp_stat_idx {
 	FP_STAT_ENQ_QUEUED,	/* a task was queued on its CPU's DSQ */
 	FP_STAT_WAKE_AWAY,	/* no CPU idle: a wakee went beside its waker, which keeps running, not behind it */
 	FP_STAT_WAKE_RT_AWAY,	/* no CPU idle: a wakee's CPU ran an RT or deadline task, so it went to one that runs ours */
+	FP_STAT_RT_RESCUED,	/* a CPU took a task queued on a CPU that an RT or deadline task holds, before its own */
 
 	/* Fast path 1: tasks with one possible CPU. */
 	FP_STAT_PINNED,		/* a pinned task went straight to its CPU's DSQ */

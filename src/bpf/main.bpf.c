@@ -1015,6 +1015,58 @@ static bool steal(s32 cpu)
 	return false;
 }
 
+/* Scheduling-class priorities below this are RT or deadline (and stop). */
+#define FP_MAX_RT_PRIO	100
+
+/*
+ * @cpu runs a task of a class above ours. ops.stopping() clears curr_busy
+ * when such a task preempts ours, so only a CPU that reads not busy (idle,
+ * between two of our tasks, or held so) costs a look at its current task.
+ */
+static bool rt_holds(s32 cpu)
+{
+	struct task_struct *curr;
+
+	if (READ_ONCE(cpu_ctx(cpu)->curr_busy))
+		return false;
+	curr = __COMPAT_scx_bpf_cpu_curr(cpu);
+	return curr && curr->prio < FP_MAX_RT_PRIO;
+}
+
+/*
+ * RT rescue. A CPU that an RT or deadline task holds runs our tasks only in
+ * the kernel's ext server (50 ms a second), and steal() looks at other CPUs
+ * only when this one has nothing queued. So what is queued there (a wakeup
+ * that found no better CPU, or what the RT task preempted once the server
+ * has run it) waited: in the rt_each_cpu test the busy loops left there got
+ * 12-17% of their fair share, and a sleeper once waited 1349 ms. Take the
+ * head of the first of the next few CPUs that is held so and has something
+ * queued, before this CPU's own head: it waited behind a task of a higher
+ * class, which no vtime accounts for. Not when this CPU is held itself
+ * (its ext server is running: its own queue first). Each held CPU is
+ * watched by the FP_AWAY_SCAN CPUs before it.
+ */
+static bool rescue_from_rt(s32 cpu)
+{
+	u32 i, n = nr_cpu_ids < FP_AWAY_SCAN ? nr_cpu_ids : FP_AWAY_SCAN;
+	struct task_struct *head;
+	s32 c;
+
+	if (rt_holds(cpu))
+		return false;
+	bpf_for(i, 1, n) {
+		c = (cpu + i) % nr_cpu_ids;
+		head = __COMPAT_scx_bpf_dsq_peek(c);
+		if (!head || !can_run_on(head, cpu) || !rt_holds(c))
+			continue;
+		if (scx_bpf_dsq_move_to_local(c, 0)) {
+			stat_inc(FP_STAT_RT_RESCUED);
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * Jiffies and clock at ops.init(). The watchdog counts in jiffies, and the
  * tick rate (CONFIG_HZ) is not something BPF can read without the kernel's
@@ -1163,6 +1215,8 @@ static void adapt_hold_window(struct fp_cpu *cctx, u64 now)
 /*
  * Who runs next on @cpu:
  *  1. the tasks the starvation guard finds waiting too long, if any;
+ *     then the head of a nearby CPU's DSQ that an RT task holds (RT
+ *     rescue);
  *  2. @prev again, if it is still runnable and still behind (or level
  *     with) the head of this CPU's DSQ in vtime: it has not had its share
  *     yet. (The core asks for a successor at the end of every slice; taking
@@ -1183,6 +1237,9 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 		WRITE_ONCE(cctx->kicked, 0);
 
 	if (guard_starved(cpu, now))
+		return;
+
+	if (tune.rt_rescue && rescue_from_rt(cpu))
 		return;
 
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
