@@ -1019,17 +1019,14 @@ static bool steal(s32 cpu)
 #define FP_MAX_RT_PRIO	100
 
 /*
- * @cpu runs a task of a class above ours. ops.stopping() clears curr_busy
- * when such a task preempts ours, so only a CPU that reads not busy (idle,
- * between two of our tasks, or held so) costs a look at its current task.
+ * @cpu, which reads not busy (ops.stopping() ran, and ops.running() has not
+ * since: idle, between two of our tasks, or held), runs a task of a class
+ * above ours.
  */
 static bool rt_holds(s32 cpu)
 {
-	struct task_struct *curr;
+	struct task_struct *curr = __COMPAT_scx_bpf_cpu_curr(cpu);
 
-	if (READ_ONCE(cpu_ctx(cpu)->curr_busy))
-		return false;
-	curr = __COMPAT_scx_bpf_cpu_curr(cpu);
 	return curr && curr->prio < FP_MAX_RT_PRIO;
 }
 
@@ -1052,10 +1049,16 @@ static bool rescue_from_rt(s32 cpu)
 	struct task_struct *head;
 	s32 c;
 
-	if (rt_holds(cpu))
+	if (!READ_ONCE(cpu_ctx(cpu)->curr_busy) && rt_holds(cpu))
 		return false;
 	bpf_for(i, 1, n) {
 		c = (cpu + i) % nr_cpu_ids;
+		/*
+		 * Cheapest test first: a busy CPU's line 0 is read by every
+		 * wakeup anyway, its DSQ and its task are not.
+		 */
+		if (READ_ONCE(cpu_ctx(c)->curr_busy))
+			continue;
 		head = __COMPAT_scx_bpf_dsq_peek(c);
 		if (!head || !can_run_on(head, cpu) || !rt_holds(c))
 			continue;
