@@ -763,10 +763,10 @@ test_tui() {
 # CPU hogs and the sleeper probe run. A wakee whose CPU the RT task holds
 # goes to a CPU that runs ours (wake_rt_away), and the other CPU takes what
 # is queued on the RT CPU (rt_rescued): both must move, and with
-# --no-rt-away --no-rt-rescue neither can. The sleeper's worst wait is reported for both, not
-# bounded: a run with RT away read 541 ms (a whole 0.5 s sleep period lost,
-# as in half the runs without it), so a bound would only flake. Nothing is
-# ejected either way.
+# --no-rt-away --no-rt-rescue neither can. The sleeper's worst wait is
+# reported for both, not bounded: a run with RT away read 541 ms (a whole
+# 0.5 s sleep period lost, as in half the runs without it), so a bound
+# would only flake. Nothing is ejected either way.
 rt_workload() {
 	local secs=${RT_SECS:-15} rt hog
 	# A bash loop: stress-ng took 5-10 s of this guest to start its worker.
@@ -1137,9 +1137,9 @@ PY
 # milliseconds a second), the probe never waits RT_EACH_BOUND ms (1000, as
 # in mixed_load), and nothing is ejected. The RT loop must have run half
 # the window (it read 67-89%, with RT rescue and without; a stress-ng RT
-# hog, used before, had not even started), or the rest proves nothing. Then CPU 0 again under the other
-# RT throttling setting (sched_rt_runtime_us 950000 if the kernel's is
-# unthrottled, else -1).
+# hog, used before, had not even started), or the rest proves nothing.
+# Then CPU 0 again under the other RT throttling setting
+# (sched_rt_runtime_us 950000 if the kernel's is unthrottled, else -1).
 rt_on_cpu() {
 	local c=$1 secs=$2 rt i pids=() before=() used=() rt_used span=0 fair share min=1000000 probe
 	for i in $(seq $((2 * NCPU))); do

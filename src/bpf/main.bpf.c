@@ -1036,7 +1036,7 @@ static bool rt_holds(s32 cpu)
  * only when this one has nothing queued. So what is queued there (a wakeup
  * that found no better CPU, or what the RT task preempted once the server
  * has run it) waited: in the rt_each_cpu test the busy loops left there got
- * 12-17% of their fair share, and a sleeper once waited 1349 ms. Take the
+ * 10-17% of their fair share, and a sleeper once waited 1349 ms. Take the
  * head of the first of the next few CPUs that is held so and has something
  * queued, before this CPU's own head: it waited behind a task of a higher
  * class, which no vtime accounts for. Not when this CPU is held itself
