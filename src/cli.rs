@@ -17,7 +17,8 @@ use crate::bpf_intf;
     name = "scx_fastpath",
     version = env!("FP_VERSION"),
     args_conflicts_with_subcommands = true,
-    disable_help_subcommand = true
+    disable_help_subcommand = true,
+    group(clap::ArgGroup::new("stats_out").args(["stats", "monitor"]).multiple(true))
 )]
 pub struct Opts {
     /// Time slice in microseconds
@@ -232,11 +233,12 @@ pub struct Opts {
     #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_secs)]
     pub monitor: Option<f64>,
 
-    /// With --monitor: one JSON object per sample
+    /// With --monitor or --stats: one JSON object per sample
     ///
-    /// With --monitor: one JSON object per sample (the totals, not rates),
-    /// for scripts.
-    #[arg(long, requires = "monitor")]
+    /// With --monitor or --stats: one JSON object per line and sample (the
+    /// totals since the scheduler attached, not rates), for scripts; with
+    /// --stats also one at exit, the final totals.
+    #[arg(long, requires = "stats_out")]
     pub json: bool,
 
     /// With --monitor: a full-screen live dashboard (q quits)
@@ -564,7 +566,7 @@ mod tests {
         let e = err(&["--json"]);
         assert_eq!(
             e,
-            "error: the following required arguments were not provided: --monitor <SECS>"
+            "error: the following required arguments were not provided: <--stats <SECS>|--monitor <SECS>>"
         );
         let e = err(&["--jsn"]);
         assert!(e.ends_with("(did you mean '--json'?)"), "{e}");
@@ -621,5 +623,7 @@ mod tests {
         assert!(o.json);
         let o = Opts::parse_from(["scx_fastpath", "--monitor", "1", "--tui"]);
         assert!(o.tui && !o.json);
+        let o = Opts::parse_from(["scx_fastpath", "--stats", "1", "--json"]);
+        assert!(o.stats == 1.0 && o.json);
     }
 }

@@ -31,6 +31,8 @@ pub struct Scheduler<'obj> {
     compact_layout: bool,
     nr_cpus: usize,
     stats_every: Option<Duration>,
+    /// --stats prints JSON objects (one per sample, and the totals at exit).
+    stats_json: bool,
     /// -v: every counter's rate under the summary line.
     verbose: bool,
     queued_warned: bool,
@@ -150,7 +152,7 @@ impl<'obj> Scheduler<'obj> {
             nr_cpus,
             std::env::args().collect::<Vec<_>>().join(" ")
         );
-        if opts.stats > 0.0 {
+        if opts.stats > 0.0 && !opts.json {
             println!("[fastpath] config: {}", opts.describe());
         }
         let ops = preflight::loaded_scheduler()?.unwrap_or_else(|| "none".into());
@@ -168,6 +170,7 @@ impl<'obj> Scheduler<'obj> {
             compact_layout: !opts.no_compact_layout,
             nr_cpus,
             stats_every: (opts.stats > 0.0).then(|| Duration::from_secs_f64(opts.stats)),
+            stats_json: opts.json,
             verbose: opts.verbose > 0,
             queued_warned: false,
             events_warned: false,
@@ -304,7 +307,8 @@ impl<'obj> Scheduler<'obj> {
         );
         self.opts = opts;
         let config = self.opts.describe();
-        if self.stats_every.is_some() {
+        // A JSON sample carries the config itself.
+        if self.stats_every.is_some() && !self.stats_json {
             println!("[fastpath] config: {config}");
         }
         Ok(config)
@@ -352,8 +356,12 @@ impl<'obj> Scheduler<'obj> {
             if let Some(every) = self.stats_every {
                 if since_prev(&prev) >= every {
                     let now = self.metrics()?;
-                    for line in now.format_lines(&prev, self.verbose) {
-                        println!("[fastpath] {line}");
+                    if self.stats_json {
+                        println!("{}", now.json_line()?);
+                    } else {
+                        for line in now.format_lines(&prev, self.verbose) {
+                            println!("[fastpath] {line}");
+                        }
                     }
                     prev = now;
                 }
@@ -361,7 +369,12 @@ impl<'obj> Scheduler<'obj> {
         }
 
         if self.stats_every.is_some() {
-            println!("[fastpath] totals: {}", self.metrics()?.format_totals());
+            let totals = self.metrics()?;
+            if self.stats_json {
+                println!("{}", totals.json_line()?);
+            } else {
+                println!("[fastpath] totals: {}", totals.format_totals());
+            }
         }
         #[cfg(feature = "branch-profile")]
         self.print_branch_profile()?;

@@ -291,6 +291,12 @@ impl Metrics {
         line
     }
 
+    /// One line of JSON, as `--json` prints it (the schema --monitor's
+    /// clients and the guest tests read).
+    pub fn json_line(&self) -> Result<String> {
+        serde_json::to_string(self).context("failed to serialize the stats as JSON")
+    }
+
     /// One line of running totals since the scheduler attached.
     pub fn format_totals(&self) -> String {
         STAT_NAMES

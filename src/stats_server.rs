@@ -87,7 +87,7 @@ pub fn monitor(every: Duration, json: bool, all: bool) -> Result<()> {
         || stop.load(Ordering::SeqCst),
         |now| {
             if json {
-                writeln!(out, "{}", serde_json::to_string(&now)?)?;
+                writeln!(out, "{}", now.json_line()?)?;
             } else {
                 match &prev {
                     // A restarted scheduler starts its counters again;

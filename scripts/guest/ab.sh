@@ -65,7 +65,7 @@ for round in $(seq "${R:-2}"); do
 			start_sched $args >/dev/null || { echo "start failed: $v"; cat "$SCHED_LOG"; exit 1; }
 			one "${v%%=*}" "${w% *}" "${w#* }"
 			cleanup_sched
-			[ "$round" = 1 ] && grep totals "$SCHED_LOG" | tr ' ' '\n' | grep '=' | grep -v '=0$' | tr '\n' ' ' && echo
+			[ "$round" = 1 ] && sample_summary
 		done
 	done
 done

@@ -18,11 +18,11 @@ test_attach() {
 	say "before: state $(state)"
 	start_sched || return 1
 	sleep 3
-	if ! grep -q '^\[fastpath\] ' "$SCHED_LOG"; then
-		say "no stats line after 3 s"
+	if [ -z "$(last_sample)" ]; then
+		say "no stats sample after 3 s"
 		return 1
 	fi
-	say "stats: $(grep '^\[fastpath\] ' "$SCHED_LOG" | tail -n 1)"
+	say "stats: $(sample_summary)"
 	check_no_kernel_errors "$m"
 }
 
@@ -73,12 +73,12 @@ test_mixed_load() {
 		return 1
 	fi
 	say "after load: state $(state), root/ops '$(ops)', loader alive"
-	say "last stats: $(grep '^\[fastpath\] ' "$SCHED_LOG" | tail -n 1)"
+	say "last stats: $(sample_summary)"
 
 	kill -INT "$SCHED_PID"
 	wait "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
 	SCHED_PID=
-	say "$(grep 'totals:' "$SCHED_LOG")"
+	say "totals: $(sample_summary)"
 	for name in direct_local pinned enq_queued disp_cpu_dsq disp_stolen; do
 		total=$(counter_total "$name")
 		if [ "${total:-0}" -le 0 ]; then
@@ -195,7 +195,7 @@ test_errors() {
 # ---------------------------------------------------------------------------
 
 # Run "$@" as the workload under the scheduler started with $SCHED_ARGS;
-# leaves the loader's log (with its totals line) in $SCHED_LOG.
+# leaves the loader's log (with its totals) in $SCHED_LOG.
 run_under_sched() {
 	# shellcheck disable=SC2086
 	start_sched ${SCHED_ARGS:-} || return 1
@@ -308,7 +308,7 @@ test_idle_hold() {
 	say "on (1000 us): perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
 	say "     hold_start=$(counter_total hold_start) hold_caught=$(counter_total hold_caught)" \
 		"hold_expired=$(counter_total hold_expired) hold_redirect=$(counter_total hold_redirect)"
-	say "     windows: $(grep '^\[fastpath\] [a-z]' "$SCHED_LOG" | grep -v totals | tail -n 1 | grep -o 'hold_window_us=[^ ]*')"
+	say "     windows (us): $(last_sample | jq -c .hold)"
 	[ "$(counter_total hold_caught)" -gt 0 ] || { say "no hold caught work"; ok=1; }
 	[ "$(counter_total hold_redirect)" -gt 0 ] || { say "no wakeup was redirected to a holder"; ok=1; }
 	SCHED_ARGS="--idle-hold-us 0" run_under_sched pipe_workload || return 1
@@ -393,12 +393,12 @@ test_compact_layout() {
 	m=$(dmesg_mark)
 	SCHED_ARGS="" run_under_sched layout_workload || return 1
 	on=$(counter_total disp_cpu_dsq)
-	say "on:  $(grep 'config:' "$SCHED_LOG" | grep -o 'compact_layout=[a-z]*'), per-CPU counters: disp_cpu_dsq=$on"
+	say "on:  $(last_sample | jq -r .config | grep -o 'compact_layout=[a-z]*'), per-CPU counters: disp_cpu_dsq=$on"
 	SCHED_ARGS="--no-compact-layout" run_under_sched layout_workload || return 1
 	off=$(counter_total disp_cpu_dsq)
-	say "off: $(grep 'config:' "$SCHED_LOG" | grep -o 'compact_layout=[a-z]*'), shared atomic counters: disp_cpu_dsq=$off"
+	say "off: $(last_sample | jq -r .config | grep -o 'compact_layout=[a-z]*'), shared atomic counters: disp_cpu_dsq=$off"
 	[ "${on:-0}" -gt 0 ] && [ "${off:-0}" -gt 0 ] || ok=1
-	grep -q 'compact_layout=off' "$SCHED_LOG" || ok=1
+	last_sample | jq -r .config | grep -q 'compact_layout=off' || ok=1
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -632,22 +632,22 @@ test_live_set() {
 
 # Every counter moves somewhere in the default tests: a counter that no
 # workload moves is dead or broken (a known flaw of the public schedulers).
-# It reads the totals line every scheduler run of this guest printed at
-# exit, so it means something only after the whole default set (it is last
-# there); named alone it fails, as it should.
+# It reads the totals every scheduler run of this guest printed at exit (the
+# last JSON sample of each log), so it means something only after the whole
+# default set (it is last there); named alone it fails, as it should.
 test_counters_moved() {
-	local names name re totals dead=() runs
+	local names name log moved="" dead=() runs=0
 	names=$("$SCHED" --help-stats | awk '{print $1}')
-	# Read once, matched in the shell: `grep | grep -q` under pipefail
-	# fails whenever grep -q stops reading before the first grep is done.
-	totals=$(cat "$WORK"/sched.*.log 2>/dev/null | grep '^\[fastpath\] totals:')
-	runs=$(grep -c . <<<"$totals")
+	for log in "$WORK"/sched.*.log; do
+		[ -n "$(SCHED_LOG=$log last_sample)" ] || continue
+		runs=$((runs + 1))
+		moved+=" $(SCHED_LOG=$log last_sample | jq -r '.counters | to_entries[] | select(.value > 0) | .key' | xargs) "
+	done
 	for name in $names; do
-		re="[ :]$name=[1-9]"
-		[[ $totals =~ $re ]] || dead+=("$name")
+		[[ $moved == *" $name "* ]] || dead+=("$name")
 	done
 	say "$(wc -w <<<"$names") counters, totals of $runs scheduler runs; never moved: ${dead[*]:-none}"
-	[ -n "$totals" ] && [ ${#dead[@]} -eq 0 ]
+	[ "$runs" -gt 0 ] && [ ${#dead[@]} -eq 0 ]
 }
 
 # The kernel's debug dump carries scx_fastpath's own state: per CPU
@@ -857,7 +857,7 @@ test_unit_caps() {
 	say "bounding set from the unit: $caps, no_new_privs"
 	SCHED_LOG=$WORK/sched.caps.log
 	setpriv --bounding-set=-all,"$caps" --inh-caps=-all --no-new-privs \
-		"$SCHED" --stats 1 >"$SCHED_LOG" 2>&1 &
+		"$SCHED" --stats 1 --json >"$SCHED_LOG" 2>&1 &
 	SCHED_PID=$!
 	if ! wait_state enabled 30; then
 		say "did not attach: $(tail -n 2 "$SCHED_LOG" | xargs)"
@@ -1037,10 +1037,10 @@ test_sigstop() {
 	kill -STOP "$SCHED_PID"
 	probe=$(sleeper_probe "$secs")
 	still_attached "after ${secs} s with the loader stopped (sleeper's worst wait ${probe} ms)" || ok=1
-	before=$(grep -c '^\[fastpath\] placed' "$SCHED_LOG")
+	before=$(samples | wc -l)
 	kill -CONT "$SCHED_PID"
 	sleep 3
-	after=$(grep -c '^\[fastpath\] placed' "$SCHED_LOG")
+	after=$(samples | wc -l)
 	say "stats lines: $before before SIGCONT, $after 3 s after"
 	[ "$after" -gt "$before" ] || { say "no stats after SIGCONT"; ok=1; }
 	[ "$probe" -le 1000 ] || { say "the sleeper waited ${probe} ms"; ok=1; }
@@ -1234,7 +1234,7 @@ test_soak() {
 	say "sleeper probe over the soak: worst wait beyond its 0.5 s sleep ${probe} ms (bound ${bound})"
 	wait_load || ok=1
 	still_attached "after the ${secs} s soak" || ok=1
-	say "last stats: $(grep '^\[fastpath\] placed' "$SCHED_LOG" | tail -n 1)"
+	say "last stats: $(sample_summary)"
 	[ "$probe" -lt "$bound" ] || { say "the sleeper waited ${probe} ms"; ok=1; }
 	stop_sched || ok=1
 	say "starvation guard over the soak: $(counter_total starve_rescue) tasks rescued"

@@ -47,13 +47,15 @@ wait_state() {
 	done
 }
 
-# Start the scheduler in the background with --stats 1 and wait until the
-# kernel says it is enabled with our ops. Sets SCHED_PID and SCHED_LOG.
+# Start the scheduler in the background with --stats 1 --json (one JSON
+# object per second, and the totals at exit; read them with the helpers
+# below) and wait until the kernel says it is enabled with our ops. Sets
+# SCHED_PID and SCHED_LOG.
 start_sched() {
 	# mktemp, not $RANDOM: two runs that drew the same name lost the
 	# first run's totals (counters_moved read one log fewer).
 	SCHED_LOG=$(mktemp -p "$WORK" sched.XXXXXX.log) || return 1
-	"$SCHED" --stats 1 "$@" >"$SCHED_LOG" 2>&1 &
+	"$SCHED" --stats 1 --json "$@" >"$SCHED_LOG" 2>&1 &
 	SCHED_PID=$!
 	if ! wait_state enabled 30 "$SCHED_PID"; then
 		say "scheduler did not attach (loader exited, or 30 s passed; state: $(state)); its log:"
@@ -80,9 +82,24 @@ cleanup_sched() {
 	wait_state disabled 10 || say "warning: state still $(state) after cleanup"
 }
 
-# Total of counter $1 as the loader printed it when it exited.
+# The JSON samples the loader printed to $SCHED_LOG, one a line; its log
+# messages go to the same file, and never start with "{".
+samples() { grep '^{' "$SCHED_LOG" || true; }
+
+# The last sample: the totals the loader printed when it exited (or the last
+# one it printed, if it was killed).
+last_sample() { samples | tail -n 1; }
+
+# Total of counter $1 in the last sample; empty if there is none.
 counter_total() {
-	sed -n "s/^\[fastpath\] totals: .*\b$1=\([0-9]*\).*/\1/p" "$SCHED_LOG" | tail -n 1
+	last_sample | jq -r --arg n "$1" '.counters[$n] // empty'
+}
+
+# The last sample in a line for the log: the config and the counters that
+# moved.
+sample_summary() {
+	last_sample | jq -r '"config \(.config); " +
+		(.counters | to_entries | map(select(.value > 0) | "\(.key)=\(.value)") | join(" "))'
 }
 
 # One sample of the running instance's figures, as JSON, from its stats
