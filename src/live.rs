@@ -47,7 +47,7 @@ pub const LIVE: &[(&str, Apply)] = &[
     ("head-lag", |o, v| switch(&mut o.no_head_lag, v, false)),
     ("wake-away", |o, v| switch(&mut o.no_wake_away, v, false)),
     ("rt-away", |o, v| switch(&mut o.no_rt_away, v, false)),
-    ("rt-rescue", |o, v| switch(&mut o.no_rt_rescue, v, false)),
+    ("rt-rescue", |o, v| switch(&mut o.rt_rescue, v, true)),
     ("pinned-fastpath", |o, v| {
         switch(&mut o.no_pinned_fastpath, v, false)
     }),

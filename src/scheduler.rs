@@ -78,7 +78,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         sync_affine: u8::from(opts.sync_affine),
         wake_away: u8::from(!opts.no_wake_away),
         rt_away: u8::from(!opts.no_rt_away),
-        rt_rescue: u8::from(!opts.no_rt_rescue),
+        rt_rescue: u8::from(opts.rt_rescue),
         // The struct's tail padding, which the skeleton names.
         ..Default::default()
     }
@@ -91,6 +91,12 @@ impl<'obj> Scheduler<'obj> {
             warn!(
                 "--idle-hold-us is experimental: under heavy sleeper storms it has tripped the \
                  kernel's watchdog (see README, Known issues)"
+            );
+        }
+        if opts.rt_rescue {
+            warn!(
+                "--rt-rescue is experimental: it tripped the kernel's watchdog in 2 of 5 \
+                 sleeper storms (see README, Known issues)"
             );
         }
         if nr_cpus > bpf_intf::fp_consts_FP_MAX_CPUS as usize {
