@@ -1055,9 +1055,10 @@ static bool rt_holds(s32 cpu)
  * cyclic task and 512 sleepers on 2 CPUs) the rescue without the slice
  * condition got us ejected in 2 of 5 runs, "watchdog failed to check in"
  * (the kernel's watchdog work did not run for 10 s), against 5 of 5 clean
- * runs without it. It moves tasks counted on the held CPU's runqueue away
- * while that CPU's ext server may be picking; how that strands the
- * watchdog's worker is not found yet.
+ * runs without it; with the condition 8 of 8 passed, too few to call it
+ * fixed. It moves tasks counted on the held CPU's runqueue away while that
+ * CPU's ext server may be picking; how that strands the watchdog's worker
+ * is not found yet.
  */
 static bool rescue_from_rt(s32 cpu, u64 now)
 {
