@@ -122,9 +122,6 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *   curr_vtime, curr_started, curr_weight, curr_busy, curr_kthread,
  *   curr_long	ops.running()/stopping() write; enqueue's preempt_if_behind()
  *		reads.
- *   curr_stopped	with RT rescue on, ops.stopping() writes when it
- *		marks the CPU not busy; rescue_from_rt() on other CPUs reads
- *		it (how long a task of a higher class has held this one).
  *   holding	idle_hold() writes; select_cpu() and the enqueue of a
  *		redirected wakeup read.
  *   kicked	set by whoever sends a preemption kick, cleared by the
@@ -146,14 +143,13 @@ struct fp_cpu {
 	u64 vmin;
 	u64 curr_vtime;
 	u64 curr_started;
-	u64 curr_stopped;
 	u32 curr_weight;
 	u32 curr_busy;
 	u32 curr_kthread;
 	u32 holding;
 	u32 kicked;
 	u32 curr_long;
-	u8 __pad0[FP_CACHELINE - 56];
+	u8 __pad0[FP_CACHELINE - 48];
 
 	/* line 1: private */
 	u64 curr_sum_start;
@@ -1047,20 +1043,14 @@ static bool rt_holds(s32 cpu)
  * (its ext server is running: its own queue first). Each held CPU is
  * watched by the FP_AWAY_SCAN CPUs before it.
  *
- * Only from a CPU held for at least a slice (curr_stopped): a task of a
- * higher class that runs in short bursts, like the sleeper storm's RR
- * cyclic task, leaves our tasks a turn between them anyway.
- *
  * Experimental, off unless --rt-rescue: under the sleeper storm (an RR
- * cyclic task and 512 sleepers on 2 CPUs) the rescue without the slice
- * condition got us ejected in 2 of 5 runs, "watchdog failed to check in"
- * (the kernel's watchdog work did not run for 10 s), against 5 of 5 clean
- * runs without it; with the condition 8 of 8 passed, too few to call it
- * fixed. It moves tasks counted on the held CPU's runqueue away while that
- * CPU's ext server may be picking; how that strands the watchdog's worker
- * is not found yet.
+ * cyclic task and 512 sleepers on 2 CPUs) it got us ejected in 2 of 5 runs,
+ * "watchdog failed to check in" (the kernel's watchdog work did not run for
+ * 10 s), against 5 of 5 clean runs without it. It moves tasks counted on
+ * the held CPU's runqueue away while that CPU's ext server may be picking;
+ * how that strands the watchdog's worker is not found yet.
  */
-static bool rescue_from_rt(s32 cpu, u64 now)
+static bool rescue_from_rt(s32 cpu)
 {
 	u32 i, n = nr_cpu_ids < FP_AWAY_SCAN ? nr_cpu_ids : FP_AWAY_SCAN;
 	struct task_struct *head;
@@ -1074,8 +1064,7 @@ static bool rescue_from_rt(s32 cpu, u64 now)
 		 * Cheapest test first: a busy CPU's line 0 is read by every
 		 * wakeup anyway, its DSQ and its task are not.
 		 */
-		if (READ_ONCE(cpu_ctx(c)->curr_busy) ||
-		    clock_delta(now, READ_ONCE(cpu_ctx(c)->curr_stopped)) < tune.slice_ns)
+		if (READ_ONCE(cpu_ctx(c)->curr_busy))
 			continue;
 		head = __COMPAT_scx_bpf_dsq_peek(c);
 		if (!head || !can_run_on(head, cpu) || !rt_holds(c))
@@ -1260,7 +1249,7 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 	if (guard_starved(cpu, now))
 		return;
 
-	if (tune.rt_rescue && rescue_from_rt(cpu, now))
+	if (tune.rt_rescue && rescue_from_rt(cpu))
 		return;
 
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
@@ -1403,8 +1392,6 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 	u64 used;
 
 	WRITE_ONCE(cctx->curr_busy, 0);
-	if (tune.rt_rescue)
-		WRITE_ONCE(cctx->curr_stopped, scx_bpf_now());
 	if (!tctx)
 		return;
 
