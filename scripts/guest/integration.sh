@@ -390,16 +390,17 @@ test_hog_storm() {
 layout_workload() { stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 5s --quiet; }
 
 test_compact_layout() {
-	local m ok=0 on off
+	local m ok=0 on off layout
 	m=$(dmesg_mark)
 	SCHED_ARGS="" run_under_sched layout_workload || return 1
 	on=$(counter_total disp_cpu_dsq)
 	say "on:  $(last_sample | jq -r .config | grep -o 'compact_layout=[a-z]*'), per-CPU counters: disp_cpu_dsq=$on"
 	SCHED_ARGS="--no-compact-layout" run_under_sched layout_workload || return 1
 	off=$(counter_total disp_cpu_dsq)
-	say "off: $(last_sample | jq -r .config | grep -o 'compact_layout=[a-z]*'), shared atomic counters: disp_cpu_dsq=$off"
+	layout=$(last_sample | jq -r .config | grep -o 'compact_layout=[a-z]*')
+	say "off: $layout, shared atomic counters: disp_cpu_dsq=$off"
 	[ "${on:-0}" -gt 0 ] && [ "${off:-0}" -gt 0 ] || ok=1
-	last_sample | jq -r .config | grep -q 'compact_layout=off' || ok=1
+	[ "$layout" = compact_layout=off ] || ok=1
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -637,12 +638,13 @@ test_live_set() {
 # last JSON sample of each log), so it means something only after the whole
 # default set (it is last there); named alone it fails, as it should.
 test_counters_moved() {
-	local names name log moved="" dead=() runs=0
+	local names name log totals moved="" dead=() runs=0
 	names=$("$SCHED" --help-stats | awk '{print $1}')
 	for log in "$WORK"/sched.*.log; do
-		[ -n "$(SCHED_LOG=$log last_sample)" ] || continue
+		totals=$(SCHED_LOG=$log last_sample)
+		[ -n "$totals" ] || continue
 		runs=$((runs + 1))
-		moved+=" $(SCHED_LOG=$log last_sample | jq -r '.counters | to_entries[] | select(.value > 0) | .key' | xargs) "
+		moved+=" $(jq -r '.counters | to_entries[] | select(.value > 0) | .key' <<<"$totals" | xargs) "
 	done
 	for name in $names; do
 		[[ $moved == *" $name "* ]] || dead+=("$name")
@@ -765,10 +767,10 @@ test_tui() {
 # goes to a CPU that runs ours (wake_rt_away), and with the experimental
 # --rt-rescue the other CPU takes what is queued on the RT CPU (rt_rescued):
 # both must move then, and with --no-rt-away (rescue is off by default)
-# neither can. The sleeper's worst wait is
-# reported for both, not bounded: a run with RT away read 541 ms (a whole
-# 0.5 s sleep period lost, as in half the runs without it), so a bound
-# would only flake. Nothing is ejected either way.
+# neither can. The sleeper's worst wait is reported for both, not bounded:
+# a run with RT away read 541 ms (a whole 0.5 s sleep period lost, as in
+# half the runs without it), so a bound would only flake. Nothing is
+# ejected either way.
 rt_workload() {
 	local secs=${RT_SECS:-15} rt hog
 	# A bash loop: stress-ng took 5-10 s of this guest to start its worker.
