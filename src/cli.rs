@@ -129,6 +129,16 @@ pub struct Opts {
     #[arg(long)]
     pub no_wake_away: bool,
 
+    /// A preempting wakee is queued and its CPU kicked
+    ///
+    /// A waking task that is to preempt the running task goes by default
+    /// straight to that CPU's local queue with the kernel's preempt flag:
+    /// the CPU reschedules at once, with no kick and no ops.dispatch().
+    /// With this flag it is queued on the CPU's own queue and the CPU is
+    /// kicked, then picks its queue's head.
+    #[arg(long)]
+    pub no_local_preempt: bool,
+
     /// A wakee whose CPU runs an RT task waits there
     ///
     /// When no CPU is idle, a task whose previous CPU runs an RT or
@@ -455,7 +465,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} local_preempt={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -464,6 +474,7 @@ impl Opts {
             on_off(self.sync_affine),
             on_off(!self.no_fast_yield),
             on_off(!self.no_head_lag),
+            on_off(!self.no_local_preempt),
             on_off(!self.no_wake_away),
             on_off(!self.no_rt_away),
             on_off(self.rt_rescue),

@@ -909,6 +909,26 @@ test_deferred_preempt() {
 	return $ok
 }
 
+# Local preemption: the same sleeper against a hog on CPU 0. Every wakeup
+# preempts the hog (--hog-gran-us 0), and by default goes straight to CPU 0's
+# local DSQ (wake_preempt_local); with --no-local-preempt it is queued and
+# CPU 0 kicked instead, and wake_preempt_local cannot move.
+test_local_preempt() {
+	local m ok=0
+	m=$(dmesg_mark)
+	run_under_sched defer_workload || return 1
+	say "on:  cyclictest vs a hog on CPU 0: $(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
+	say_counters wake_preempt wake_preempt_local >/dev/null
+	[ "$(counter_total wake_preempt_local)" -gt 0 ] || { say "no wakee went to the local DSQ"; ok=1; }
+	SCHED_ARGS="--no-local-preempt" run_under_sched defer_workload || return 1
+	say "off: cyclictest vs a hog on CPU 0: $(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
+	say_counters wake_preempt wake_preempt_local >/dev/null
+	[ "$(counter_total wake_preempt)" -gt 0 ] || { say "no wakeup preempted the hog"; ok=1; }
+	[ "$(counter_total wake_preempt_local)" -eq 0 ] || { say "wake_preempt_local moved with --no-local-preempt"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # stress-ng futex: per instance a waker that spins on FUTEX_WAKE and a
 # waiter; 2 per CPU keep every CPU busy, so the waiter's wakeups find no
 # idle CPU. Its ops/s go to workload.log.
@@ -1288,7 +1308,7 @@ test_topology() {
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt wake_away rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt wake_away rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do

@@ -117,6 +117,7 @@ struct fp_tune {
 	u8 wake_away;
 	u8 rt_away;
 	u8 rt_rescue;
+	u8 local_preempt;
 };
 
 /*
@@ -160,6 +161,7 @@ enum fp_stat_idx {
 	/* Kicks sent by ops.enqueue(). */
 	FP_STAT_KICK_IDLE,	/* an idle CPU was woken for a task that skipped select_cpu */
 	FP_STAT_WAKE_PREEMPT,	/* a waking task preempted a CPU whose task was behind it */
+	FP_STAT_WAKE_PREEMPT_LOCAL,	/* ... and went straight to that CPU's local DSQ, with no kick or dispatch */
 	FP_STAT_WAKE_NO_PREEMPT,	/* no preemption: the running task ran less than --wakeup-gran-us, or is not that far behind */
 	FP_STAT_WAKE_DEFERRED,	/* the running task had not had --wakeup-gran-us yet: a timer will preempt it when it has */
 	FP_STAT_WAKE_DEFER_KICK,	/* ... and the timer preempted it (the same run was still going on) */

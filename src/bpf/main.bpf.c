@@ -120,7 +120,7 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		changes no decision, and the line stays shared-clean between
  *		writes); every enqueue onto the CPU reads it.
  *   curr_vtime, curr_started, curr_weight, curr_busy, curr_kthread,
- *   curr_long	ops.running()/stopping() write; enqueue's preempt_if_behind()
+ *   curr_long	ops.running()/stopping() write; enqueue's wakeup_preempts()
  *		reads.
  *   holding	idle_hold() writes; select_cpu() and the enqueue of a
  *		redirected wakeup read.
@@ -460,9 +460,9 @@ static s32 init_defer_timer(s32 cpu)
 }
 
 /*
- * Preempt @cpu for waking task @p if the task running there has run for at
- * least the granularity and is behind @p in virtual time, counting its
- * runtime so far, by more than that.
+ * Whether a waking task at @vtime, queued on @cpu, preempts the task running
+ * there: yes if that task has run for at least the granularity and is behind
+ * the wakee in virtual time, counting its runtime so far, by more than that.
  * Without the margin nearly every wakeup preempted: a producer and a
  * consumer (a pipe, a message queue) then switch once per message, where
  * letting the producer run on batches the messages.
@@ -480,10 +480,17 @@ static s32 init_defer_timer(s32 cpu)
  * them sooner cost hackbench and stress-ng switch most of their throughput
  * (docs/ab, 2026-11-30-wakeup-gran.log).
  */
-static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now)
+enum fp_preempt {
+	FP_PREEMPT_NO,		/* leave the running task alone */
+	FP_PREEMPT_NOW,		/* preempt it now */
+	FP_PREEMPT_LATER,	/* have the timer preempt it in *@delay ns */
+};
+
+static enum fp_preempt wakeup_preempts(s32 cpu, u64 vtime, u64 now, u64 *started,
+				       u64 *delay)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
-	u64 curr_vtime, started, ran, at, need, gran, hog_gran;
+	u64 curr_vtime, ran, at, need, gran, hog_gran;
 	u32 weight;
 	bool hog, hog_floor;
 
@@ -496,7 +503,7 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 	    FP_BRANCH(FP_BR_PREEMPT_NO_KICK,
 		      !READ_ONCE(cctx->curr_busy) || READ_ONCE(cctx->kicked))) {
 		stat_inc(FP_STAT_WAKE_NO_KICK);
-		return;
+		return FP_PREEMPT_NO;
 	}
 
 	/*
@@ -510,12 +517,12 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 	 */
 	if (READ_ONCE(cctx->curr_kthread)) {
 		stat_inc(FP_STAT_WAKE_KTHREAD_KEPT);
-		return;
+		return FP_PREEMPT_NO;
 	}
 
-	started = READ_ONCE(cctx->curr_started);
+	*started = READ_ONCE(cctx->curr_started);
 	weight = READ_ONCE(cctx->curr_weight) ?: 100;
-	ran = clock_delta(now, started);
+	ran = clock_delta(now, *started);
 	hog = READ_ONCE(cctx->curr_long);
 	/*
 	 * Each tunable read once: `set` may change them meanwhile. Counted in
@@ -543,12 +550,16 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 			at = need;
 	}
 
-	if (FP_BRANCH(FP_BR_PREEMPT_BEHIND, at <= ran))
-		goto kick;
+	if (FP_BRANCH(FP_BR_PREEMPT_BEHIND, at <= ran)) {
+		if (hog_floor)
+			stat_inc(FP_STAT_WAKE_HOG_GRAN);
+		stat_inc(FP_STAT_WAKE_PREEMPT);
+		return FP_PREEMPT_NOW;
+	}
 	/* Its slice ends first: ops.dispatch() decides then. */
 	if (!tune.deferred_preempt || at - ran >= tune.slice_ns) {
 		stat_inc(FP_STAT_WAKE_NO_PREEMPT);
-		return;
+		return FP_PREEMPT_NO;
 	}
 	/*
 	 * Only a task whose runs are long is preempted later: one that
@@ -558,18 +569,30 @@ static void preempt_if_behind(struct task_struct *p, s32 cpu, u64 vtime, u64 now
 	 */
 	if (!hog) {
 		stat_inc(FP_STAT_WAKE_SHORT_RUNNER);
-		return;
+		return FP_PREEMPT_NO;
 	}
 	if (hog_floor)
 		stat_inc(FP_STAT_WAKE_HOG_GRAN);
-	defer_preempt(cpu, started, at - ran);
-	return;
-kick:
-	if (hog_floor)
-		stat_inc(FP_STAT_WAKE_HOG_GRAN);
-	WRITE_ONCE(cctx->kicked, 1);
-	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-	stat_inc(FP_STAT_WAKE_PREEMPT);
+	*delay = at - ran;
+	return FP_PREEMPT_LATER;
+}
+
+/* Carry out wakeup_preempts()'s answer for a wakee queued on @cpu's DSQ. */
+static void preempt_as(s32 cpu, enum fp_preempt how, u64 started, u64 delay)
+{
+	if (how == FP_PREEMPT_NOW) {
+		WRITE_ONCE(cpu_ctx(cpu)->kicked, 1);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	} else if (how == FP_PREEMPT_LATER) {
+		defer_preempt(cpu, started, delay);
+	}
+}
+
+static void preempt_if_behind(s32 cpu, u64 vtime, u64 now)
+{
+	u64 started = 0, delay = 0;
+
+	preempt_as(cpu, wakeup_preempts(cpu, vtime, now, &started, &delay), started, delay);
 }
 
 /*
@@ -819,17 +842,56 @@ static __always_inline u64 queue_slice(u64 waiting)
 	return slice > floor ? slice : floor;
 }
 
+/* Insert @p on @cpu's DSQ at @vtime, with the slice the queue's depth allows. */
+static __always_inline void insert_on(struct task_struct *p, s32 cpu, u64 vtime,
+				      u64 enq_flags)
+{
+	scx_bpf_dsq_insert_vtime(p, cpu, queue_slice(scx_bpf_dsq_nr_queued(cpu)),
+				 vtime, enq_flags);
+}
+
 /*
- * Queue @p on @cpu's DSQ, ordered by its vtime, with the slice the queue's
- * depth allows. Returns the vtime for the preemption check.
+ * Queue @p on @cpu's DSQ, ordered by its vtime. Returns the vtime for the
+ * preemption check.
  */
 static __always_inline u64 queue_on(struct task_struct *p, s32 cpu, u64 enq_flags)
 {
 	u64 vtime = task_vtime(p, cpu);
 
-	scx_bpf_dsq_insert_vtime(p, cpu, queue_slice(scx_bpf_dsq_nr_queued(cpu)),
-				 vtime, enq_flags);
+	insert_on(p, cpu, vtime, enq_flags);
 	return vtime;
+}
+
+/*
+ * Queue waking task @p on @cpu, whose idle search is done, and preempt the
+ * task running there if it should. Cheap wakeups, the preempting wakee:
+ * queued on the DSQ and kicked, it would cost an irq_work kick, an
+ * ops.dispatch() and a move from the DSQ before it runs. With local_preempt
+ * it goes straight to @cpu's local DSQ with SCX_ENQ_PREEMPT instead: the
+ * core takes the running task's slice and reschedules at once, and
+ * ops.dispatch() is not called, since the local DSQ has a task. Only when
+ * nothing on the DSQ is ahead of @p in vtime, which would otherwise run
+ * first. Returns true if it went there.
+ */
+static bool queue_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags, u64 now)
+{
+	u64 vtime = task_vtime(p, cpu), started = 0, delay = 0;
+	enum fp_preempt how = wakeup_preempts(cpu, vtime, now, &started, &delay);
+	struct task_struct *head;
+
+	if (how == FP_PREEMPT_NOW && tune.local_preempt) {
+		head = __COMPAT_scx_bpf_dsq_peek(cpu);
+		if (!head || !time_before(head->scx.dsq_vtime, vtime)) {
+			WRITE_ONCE(cpu_ctx(cpu)->kicked, 1);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, tune.slice_ns,
+					   enq_flags | SCX_ENQ_PREEMPT);
+			stat_inc(FP_STAT_WAKE_PREEMPT_LOCAL);
+			return true;
+		}
+	}
+	insert_on(p, cpu, vtime, enq_flags);
+	preempt_as(cpu, how, started, delay);
+	return false;
 }
 
 /*
@@ -840,8 +902,6 @@ static __always_inline u64 queue_on(struct task_struct *p, s32 cpu, u64 enq_flag
 static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
 			   u64 enq_flags, u64 now)
 {
-	u64 vtime = queue_on(p, cpu, enq_flags);
-
 	stat_inc(FP_STAT_PINNED);
 	if (migdis)
 		stat_inc(FP_STAT_PINNED_MIGDIS);
@@ -851,11 +911,13 @@ static void enqueue_pinned(struct task_struct *p, s32 cpu, bool migdis,
 		 * An idle target is rescheduled by the core's wakeup path;
 		 * a busy one may need preempting.
 		 */
-		preempt_if_behind(p, cpu, vtime, now);
-	} else if (cpu != bpf_get_smp_processor_id()) {
-		/* E.g. an affinity change: make sure the CPU looks. */
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		queue_wakeup(p, cpu, enq_flags, now);
+		return;
 	}
+	queue_on(p, cpu, enq_flags);
+	/* E.g. an affinity change: make sure the CPU looks. */
+	if (cpu != bpf_get_smp_processor_id())
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
 /*
@@ -914,30 +976,31 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	 * (docs/faults/2026-12-01-mutex-hang.md). The one exception is an
 	 * idle-hold redirect, to a CPU that is polling for it.
 	 */
-	vtime = queue_on(p, task_cpu, enq_flags);
-	stat_inc(FP_STAT_ENQ_QUEUED);
-
 	/*
 	 * Cheap wakeups: ops.select_cpu() just looked for an idle CPU and
 	 * found none; a CPU that goes idle after that runs ops.dispatch() and
 	 * steals this task. Only tasks that skipped select_cpu need a scan.
 	 * Whichever idle CPU the scan wakes sees the task: a CPU with nothing
-	 * of its own looks at every CPU's DSQ (consume()).
+	 * of its own looks at every CPU's DSQ (steal()).
 	 */
 	if (tune.cheap_wakeup &&
 	    FP_BRANCH(FP_BR_ENQ_NO_SCAN, wakeup && __COMPAT_is_enq_cpu_selected(enq_flags))) {
 		stat_inc(FP_STAT_WAKE_NO_SCAN);
-	} else {
-		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-		if (idle >= 0) {
-			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
-			stat_inc(FP_STAT_KICK_IDLE);
-			return;
-		}
+		if (!queue_wakeup(p, task_cpu, enq_flags, now))
+			stat_inc(FP_STAT_ENQ_QUEUED);
+		return;
 	}
 
+	vtime = queue_on(p, task_cpu, enq_flags);
+	stat_inc(FP_STAT_ENQ_QUEUED);
+	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (idle >= 0) {
+		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+		stat_inc(FP_STAT_KICK_IDLE);
+		return;
+	}
 	if (wakeup)
-		preempt_if_behind(p, task_cpu, vtime, now);
+		preempt_if_behind(task_cpu, vtime, now);
 }
 
 void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
