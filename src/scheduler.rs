@@ -85,20 +85,30 @@ fn tune_of(opts: &Opts) -> FpTune {
     }
 }
 
+/// A warning for each experimental setting in force, at start and when `set`
+/// turns one on.
+fn experimental(opts: &Opts) -> Vec<&'static str> {
+    let mut w = Vec::new();
+    if opts.idle_hold_us > 0 {
+        w.push(
+            "the idle hold (--idle-hold-us) is experimental: under heavy sleeper storms it has \
+             tripped the kernel's watchdog (see README, Known issues)",
+        );
+    }
+    if opts.rt_rescue {
+        w.push(
+            "RT rescue (--rt-rescue, live key rt-rescue) is experimental: it tripped the \
+             kernel's watchdog in 2 of 5 sleeper storms (see README, Known issues)",
+        );
+    }
+    w
+}
+
 impl<'obj> Scheduler<'obj> {
     pub fn init(opts: &Opts, open_object: &'obj mut MaybeUninit<OpenObject>) -> Result<Self> {
         let nr_cpus = preflight::nr_cpu_ids()?;
-        if opts.idle_hold_us > 0 {
-            warn!(
-                "--idle-hold-us is experimental: under heavy sleeper storms it has tripped the \
-                 kernel's watchdog (see README, Known issues)"
-            );
-        }
-        if opts.rt_rescue {
-            warn!(
-                "--rt-rescue is experimental: it tripped the kernel's watchdog in 2 of 5 \
-                 sleeper storms (see README, Known issues)"
-            );
+        for w in experimental(opts) {
+            warn!("{w}");
         }
         if nr_cpus > bpf_intf::fp_consts_FP_MAX_CPUS as usize {
             bail!(
@@ -312,6 +322,13 @@ impl<'obj> Scheduler<'obj> {
             done.join(" "),
             self.opts.describe()
         );
+        let before = experimental(&self.opts);
+        for w in experimental(&opts)
+            .into_iter()
+            .filter(|w| !before.contains(w))
+        {
+            warn!("{w}");
+        }
         self.opts = opts;
         let config = self.opts.describe();
         // A JSON sample carries the config itself.

@@ -592,6 +592,11 @@ test_live_set() {
 	fi
 	grep -q 'set pinned-fastpath=off slice-us=3000 (live' "$SCHED_LOG" ||
 		{ say "the loader did not log the change"; ok=1; }
+	# An experimental switch turned on live warns as it does at start.
+	"$SCHED" set rt-rescue=on >/dev/null || ok=1
+	grep -q 'RT rescue (--rt-rescue, live key rt-rescue) is experimental' "$SCHED_LOG" ||
+		{ say "set rt-rescue=on did not warn that RT rescue is experimental"; ok=1; }
+	"$SCHED" set rt-rescue=off >/dev/null || ok=1
 
 	for bad in "slice-us=99" "idle-hold-us=5" "head-lag=maybe" "nonsense"; do
 		out=$("$SCHED" set "$bad" 2>&1)
