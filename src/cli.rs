@@ -129,15 +129,15 @@ pub struct Opts {
     #[arg(long)]
     pub no_wake_away: bool,
 
-    /// A preempting wakee is queued and its CPU kicked
+    /// A preempting wakee goes straight to its CPU's local queue
     ///
-    /// A waking task that is to preempt the running task goes by default
-    /// straight to that CPU's local queue with the kernel's preempt flag:
-    /// the CPU reschedules at once, with no kick and no ops.dispatch().
-    /// With this flag it is queued on the CPU's own queue and the CPU is
-    /// kicked, then picks its queue's head.
+    /// A waking task that is to preempt the running task is queued on that
+    /// CPU's own queue and the CPU kicked; it then picks its queue's head.
+    /// With this flag such a wakee goes straight to the CPU's local queue
+    /// with the kernel's preempt flag instead: no kick, no ops.dispatch().
+    /// Off by default: the benchmark could not tell it from off (README).
     #[arg(long)]
-    pub no_local_preempt: bool,
+    pub local_preempt: bool,
 
     /// A wakee whose CPU runs an RT task waits there
     ///
@@ -474,7 +474,7 @@ impl Opts {
             on_off(self.sync_affine),
             on_off(!self.no_fast_yield),
             on_off(!self.no_head_lag),
-            on_off(!self.no_local_preempt),
+            on_off(self.local_preempt),
             on_off(!self.no_wake_away),
             on_off(!self.no_rt_away),
             on_off(self.rt_rescue),

@@ -46,7 +46,7 @@ pub const LIVE: &[(&str, Apply)] = &[
     ("fast-yield", |o, v| switch(&mut o.no_fast_yield, v, false)),
     ("head-lag", |o, v| switch(&mut o.no_head_lag, v, false)),
     ("local-preempt", |o, v| {
-        switch(&mut o.no_local_preempt, v, false)
+        switch(&mut o.local_preempt, v, true)
     }),
     ("wake-away", |o, v| switch(&mut o.no_wake_away, v, false)),
     ("rt-away", |o, v| switch(&mut o.no_rt_away, v, false)),

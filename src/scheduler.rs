@@ -79,7 +79,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         wake_away: u8::from(!opts.no_wake_away),
         rt_away: u8::from(!opts.no_rt_away),
         rt_rescue: u8::from(opts.rt_rescue),
-        local_preempt: u8::from(!opts.no_local_preempt),
+        local_preempt: u8::from(opts.local_preempt),
         // The struct's tail padding, which the skeleton names.
         ..Default::default()
     }

@@ -893,6 +893,11 @@ defer_workload() {
 	return 0
 }
 
+# defer_workload's cyclictest result, as "Avg: N Max: N us".
+defer_latency() {
+	echo "$(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
+}
+
 test_deferred_preempt() {
 	local m ok=0
 	m=$(dmesg_mark)
@@ -900,36 +905,36 @@ test_deferred_preempt() {
 	# timer is seldom needed: the timer is tested with a floor for it to
 	# keep, and the default is only reported.
 	SCHED_ARGS="--hog-gran-us 250" run_under_sched defer_workload || return 1
-	say "on:  cyclictest vs a hog on CPU 0, --hog-gran-us 250: $(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
+	say "on:  cyclictest vs a hog on CPU 0, --hog-gran-us 250: $(defer_latency)"
 	say_counters wake_deferred wake_defer_kick wake_preempt >/dev/null
 	[ "$(counter_total wake_deferred)" -gt 0 ] || { say "no preemption was deferred"; ok=1; }
 	[ "$(counter_total wake_defer_kick)" -gt 0 ] || { say "no deferred preemption kicked"; ok=1; }
 	SCHED_ARGS="--hog-gran-us 250 --no-deferred-preempt" run_under_sched defer_workload || return 1
-	say "off: cyclictest vs a hog on CPU 0, --hog-gran-us 250: $(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
+	say "off: cyclictest vs a hog on CPU 0, --hog-gran-us 250: $(defer_latency)"
 	[ "$(say_counters wake_deferred wake_defer_kick)" -eq 0 ] || { say "deferred preemption with the switch off"; ok=1; }
 	SCHED_ARGS="" run_under_sched defer_workload || return 1
-	say "default (--hog-gran-us 0): cyclictest vs a hog on CPU 0: $(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
+	say "default (--hog-gran-us 0): cyclictest vs a hog on CPU 0: $(defer_latency)"
 	say_counters wake_preempt wake_hog_gran wake_deferred >/dev/null
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
 
 # Local preemption: the same sleeper against a hog on CPU 0. Every wakeup
-# preempts the hog (--hog-gran-us 0), and by default goes straight to CPU 0's
-# local DSQ (wake_preempt_local); with --no-local-preempt it is queued and
-# CPU 0 kicked instead, and wake_preempt_local cannot move.
+# preempts the hog (--hog-gran-us 0); with --local-preempt it goes straight
+# to CPU 0's local DSQ (wake_preempt_local); by default it is queued and CPU
+# 0 kicked instead, and wake_preempt_local cannot move.
 test_local_preempt() {
 	local m ok=0
 	m=$(dmesg_mark)
-	run_under_sched defer_workload || return 1
-	say "on:  cyclictest vs a hog on CPU 0: $(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
+	SCHED_ARGS="--local-preempt" run_under_sched defer_workload || return 1
+	say "on:  cyclictest vs a hog on CPU 0: $(defer_latency)"
 	say_counters wake_preempt wake_preempt_local >/dev/null
 	[ "$(counter_total wake_preempt_local)" -gt 0 ] || { say "no wakee went to the local DSQ"; ok=1; }
-	SCHED_ARGS="--no-local-preempt" run_under_sched defer_workload || return 1
-	say "off: cyclictest vs a hog on CPU 0: $(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
+	SCHED_ARGS="" run_under_sched defer_workload || return 1
+	say "off: cyclictest vs a hog on CPU 0: $(defer_latency)"
 	say_counters wake_preempt wake_preempt_local >/dev/null
 	[ "$(counter_total wake_preempt)" -gt 0 ] || { say "no wakeup preempted the hog"; ok=1; }
-	[ "$(counter_total wake_preempt_local)" -eq 0 ] || { say "wake_preempt_local moved with --no-local-preempt"; ok=1; }
+	[ "$(counter_total wake_preempt_local)" -eq 0 ] || { say "wake_preempt_local moved without --local-preempt"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
