@@ -326,6 +326,10 @@ class Report:
         L.append(f"- Schedulers: " + ", ".join(f"`{s}`" for s in self.scheds)
                  + ". `default` is the kernel's own scheduler (EEVDF, no sched_ext scheduler loaded); "
                  "`default-b` is the same, measured a second time each round to show the noise.")
+        L.append("- BPF run-time accounting (`kernel.bpf_stats_enabled`): "
+                 + ("on (`--bpf-stats`): every BPF call pays two clock reads, so the BPF schedulers' "
+                    "throughput reads low; see *BPF cost per call*" if m.get("bpf_stats") == "1"
+                    else "off: throughput as users run it (no BPF cost table; `--bpf-stats` adds one)"))
         if m.get("skipped_peers"):
             L.append(f"- Peers not installed, skipped: {m['skipped_peers']}")
         if m.get("guest_exit", "0") != "0":

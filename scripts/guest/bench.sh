@@ -24,7 +24,7 @@ set -euo pipefail
 source "$BENCH_RUN/config.sh"
 # Defaults, overridden by config.sh: rounds, seconds per workload, seconds
 # per stress-ng stressor, workload groups, stressors.
-: "${ROUNDS:=3}" "${DUR:=5}" "${STRESS_DUR:=2}" "${BLOCKS:=pipe}" "${STRESSORS:=}" "${BPF_STATS:=1}"
+: "${ROUNDS:=3}" "${DUR:=5}" "${STRESS_DUR:=2}" "${BLOCKS:=pipe}" "${STRESSORS:=}" "${BPF_STATS:=0}"
 
 NCPU=$(nproc)
 RAW=$BENCH_RUN/raw.tsv
@@ -431,11 +431,12 @@ main() {
 	say "guest: kernel $(uname -r), $NCPU vCPUs, schedulers: ${names[*]}; blocks: $BLOCKS; rounds $ROUNDS"
 
 	# Per-op BPF cost needs the kernel's BPF run-time accounting. It costs
-	# every BPF program two clock reads per call; it is on for every run of
-	# every BPF scheduler alike.
-	if [ "$BPF_STATS" = 1 ]; then
-		sysctl -q kernel.bpf_stats_enabled=1 || say "could not enable kernel.bpf_stats_enabled"
-	fi
+	# every BPF call two clock reads, which slowed scx_fastpath's stress-ng
+	# yield by 1.11x (docs/ab/2026-12-02-bpf-stats.log): off unless
+	# asked for, so that throughput is measured as users run it; when on,
+	# it is on for every run of every BPF scheduler alike.
+	sysctl -q kernel.bpf_stats_enabled="$BPF_STATS" ||
+		say "could not set kernel.bpf_stats_enabled=$BPF_STATS"
 
 	# Stressors this stress-ng lacks are reported as missing, not dropped.
 	have=" $(stress-ng --stressors 2>/dev/null | tr '\n' ' ') "
