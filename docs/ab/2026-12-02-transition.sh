@@ -13,7 +13,7 @@ measure() {
 	stress-ng --temp-path "$WORK" --sequential 2 --exclude "$(stress-ng --stressors | tr ' ' '\n' | grep -vxE "${S//,/|}" | paste -sd, -)" \
 		--timeout 2s --metrics-brief 2>&1 | awk -v t="$1" '$4 ~ /^(yield|switch|fifo|futex|mq|msg)$/ {print "RES", t, $4, $(NF - 1)}'
 }
-for rep in $(seq "$REPS"); do
+for _ in $(seq "$REPS"); do
 	start_sched >/dev/null || exit 1
 	stress-ng --temp-path "$WORK" --switch 2 --yield 2 --timeout 4s --quiet
 	cleanup_sched
