@@ -16,12 +16,14 @@
 #                                   resolve __kconfig externs
 #   .complete                       written last; partial extractions are ignored
 
-SCX_KERNEL_SUITE="trixie-backports"
+# SCXVM_KERNEL_SUITE=sid (or experimental) fetches from another suite; with
+# SCXVM_KERNEL_VERSION it tries a kernel that is not in trixie-backports.
+SCX_KERNEL_SUITE="${SCXVM_KERNEL_SUITE:-trixie-backports}"
 
 # The private apt state used only for kernel downloads. Host apt preferences
 # are irrelevant here (we only `apt-get download`), so ignore them.
 scx_kernel_apt() {
-    scx_apt_state kernel "main $SCX_KERNEL_SUITE"
+    scx_apt_state "kernel-$SCX_KERNEL_SUITE" "main $SCX_KERNEL_SUITE"
     APT_OPTS+=(-o "Dir::Etc::Preferences=/dev/null" -o "Dir::Etc::PreferencesParts=/dev/null")
 }
 
