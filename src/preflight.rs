@@ -88,6 +88,36 @@ pub fn check_all() -> Result<()> {
     check_no_other_scheduler()
 }
 
+/// Whether libbpf can read the kernel version from release string
+/// `release`: it parses "MAJOR.MINOR.PATCH" at the start (sscanf
+/// "%u.%u.%u"), except on Ubuntu, where it reads /proc/version_signature.
+fn release_has_version(release: &str) -> bool {
+    let mut parts = release.splitn(3, '.');
+    let num =
+        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let (major, minor) = (parts.next(), parts.next());
+    let patch_starts_with_digit = parts
+        .next()
+        .is_some_and(|p| p.bytes().next().is_some_and(|b| b.is_ascii_digit()));
+    num(major) && num(minor) && patch_starts_with_digit
+}
+
+/// Why a load that failed may have failed, where it can be told from
+/// outside: libbpf refuses to load a program that reads
+/// LINUX_KERNEL_VERSION (the scx compat checks do) when it cannot read the
+/// kernel's version, with only an EINVAL to show for it. Debian's
+/// pre-release kernels have releases like "7.3-amd64".
+pub fn load_failure_hint() -> Option<String> {
+    let release = kernel_release();
+    if release_has_version(&release) || Path::new("/proc/version_signature").exists() {
+        return None;
+    }
+    Some(format!(
+        "kernel release '{release}' is not MAJOR.MINOR.PATCH, so libbpf cannot fill in \
+         LINUX_KERNEL_VERSION, which the BPF program's compat checks read"
+    ))
+}
+
 /// The highest possible CPU id + 1, from a cpulist like "0-3,8-11" (which
 /// gives 12, not 8: CPU ids index the per-CPU arrays).
 pub fn parse_cpulist_end(list: &str) -> Result<usize> {
@@ -116,6 +146,17 @@ pub fn nr_cpu_ids() -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn release_version_as_libbpf_reads_it() {
+        assert!(release_has_version("7.3.4+deb13-amd64"));
+        assert!(release_has_version("6.12.0-rc1"));
+        assert!(release_has_version("7.2.13+deb14-amd64"));
+        assert!(!release_has_version("7.3-amd64"));
+        assert!(!release_has_version("7.3"));
+        assert!(!release_has_version("unknown"));
+        assert!(!release_has_version("7.x.1"));
+    }
 
     #[test]
     fn cpu_ids_count_the_holes() {

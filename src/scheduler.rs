@@ -147,8 +147,12 @@ impl<'obj> Scheduler<'obj> {
             .context("BPF skeleton has no .data.tune")?;
         tune.tune = tune_of(opts);
 
-        let mut skel =
-            scx_ops_load!(skel, fastpath_ops, uei).context("failed to load the BPF scheduler")?;
+        let mut skel = scx_ops_load!(skel, fastpath_ops, uei)
+            .map_err(|e| match preflight::load_failure_hint() {
+                Some(hint) => e.context(hint),
+                None => e,
+            })
+            .context("failed to load the BPF scheduler")?;
         // Re-check right before attaching: name a scheduler that won the race.
         preflight::check_no_other_scheduler()?;
         let struct_ops =
