@@ -139,6 +139,17 @@ pub struct Opts {
     #[arg(long)]
     pub local_preempt: bool,
 
+    /// No hysteresis on the CPU hog class
+    ///
+    /// A wakeup preempts a CPU hog, a task whose runs average
+    /// --wakeup-gran-us or more, at --hog-gran-us. By default a hog leaves
+    /// the class only when its runs average under half of that: a busy
+    /// loop that a periodic sleeper preempts every millisecond has runs of
+    /// about a millisecond, and on the single threshold it went in and out
+    /// of the class, when the sleeper waited for the end of its slice.
+    #[arg(long)]
+    pub no_hog_hysteresis: bool,
+
     /// A wakee whose CPU runs an RT task waits there
     ///
     /// When no CPU is idle, a task whose previous CPU runs an RT or
@@ -465,7 +476,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} local_preempt={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} local_preempt={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -475,6 +486,7 @@ impl Opts {
             on_off(!self.no_fast_yield),
             on_off(!self.no_head_lag),
             on_off(self.local_preempt),
+            on_off(!self.no_hog_hysteresis),
             on_off(!self.no_wake_away),
             on_off(!self.no_rt_away),
             on_off(self.rt_rescue),

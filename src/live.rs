@@ -48,6 +48,9 @@ pub const LIVE: &[(&str, Apply)] = &[
     ("local-preempt", |o, v| {
         switch(&mut o.local_preempt, v, true)
     }),
+    ("hog-hysteresis", |o, v| {
+        switch(&mut o.no_hog_hysteresis, v, false)
+    }),
     ("wake-away", |o, v| switch(&mut o.no_wake_away, v, false)),
     ("rt-away", |o, v| switch(&mut o.no_rt_away, v, false)),
     ("rt-rescue", |o, v| switch(&mut o.rt_rescue, v, true)),

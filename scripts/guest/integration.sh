@@ -919,6 +919,27 @@ test_deferred_preempt() {
 	return $ok
 }
 
+# Hog hysteresis: the same sleeper against a hog on CPU 0. Preempted every
+# millisecond, the hog's runs average about a millisecond and now and then
+# drop under --wakeup-gran-us; by default it stays a hog while they average
+# more than half of that, and the preemptions of it then move
+# wake_hog_held. With --no-hog-hysteresis nothing holds it in the class,
+# and wake_hog_held cannot move.
+test_hog_hysteresis() {
+	local m ok=0
+	m=$(dmesg_mark)
+	SCHED_ARGS="" run_under_sched defer_workload || return 1
+	say "on:  cyclictest vs a hog on CPU 0: $(defer_latency)"
+	say_counters wake_hog_held wake_hog_gran wake_short_runner >/dev/null
+	[ "$(counter_total wake_hog_held)" -gt 0 ] || { say "the hog was never held in its class"; ok=1; }
+	SCHED_ARGS="--no-hog-hysteresis" run_under_sched defer_workload || return 1
+	say "off: cyclictest vs a hog on CPU 0: $(defer_latency)"
+	say_counters wake_hog_held wake_hog_gran wake_short_runner >/dev/null
+	[ "$(counter_total wake_hog_held)" -eq 0 ] || { say "wake_hog_held moved with --no-hog-hysteresis"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # Local preemption: the same sleeper against a hog on CPU 0. Every wakeup
 # preempts the hog (--hog-gran-us 0); with --local-preempt it goes straight
 # to CPU 0's local DSQ (wake_preempt_local); by default it is queued and CPU
@@ -1318,7 +1339,7 @@ test_topology() {
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt wake_away rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_away rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do

@@ -118,6 +118,7 @@ struct fp_tune {
 	u8 rt_away;
 	u8 rt_rescue;
 	u8 local_preempt;
+	u8 hog_hysteresis;
 };
 
 /*
@@ -167,6 +168,7 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_DEFER_KICK,	/* ... and the timer preempted it (the same run was still going on) */
 	FP_STAT_WAKE_SHORT_RUNNER,	/* no later preemption: the running task's runs average under --wakeup-gran-us */
 	FP_STAT_WAKE_HOG_GRAN,	/* a long-running task was preempted (now or by the timer) at --hog-gran-us */
+	FP_STAT_WAKE_HOG_HELD,	/* ... of which one held in the class by hog_hysteresis (runs averaging half to all of --wakeup-gran-us) */
 	FP_STAT_WAKE_KTHREAD_KEPT,	/* no preemption: the CPU runs a kernel thread, which keeps it to the end of its slice */
 
 	/* ops.yield(). */

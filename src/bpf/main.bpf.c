@@ -261,6 +261,7 @@ struct task_ctx {
 	u32 cg_gen;	/* cgroup_gen when cg_weight was read */
 	u64 avg_run;	/* CPU time per run (running to stopping), averaged */
 	u32 runs_kept;	/* runs in a row that ended with it still runnable */
+	u32 hog;	/* in the CPU hog class (hog_class()) */
 };
 
 struct {
@@ -486,13 +487,29 @@ enum fp_preempt {
 	FP_PREEMPT_LATER,	/* have the timer preempt it in *@delay ns */
 };
 
+/* The running task's hog classes, cctx->curr_long (hog_class()). */
+enum fp_long {
+	FP_LONG_RUNS = 1,	/* its runs average --wakeup-gran-us or more */
+	FP_LONG_HELD = 2,	/* less, but held in the class by hog_hysteresis */
+};
+
+/* A preemption (now or by the timer) of a task of class @hog at its floor. */
+static __always_inline void count_hog(u32 hog, bool hog_floor)
+{
+	if (!hog_floor)
+		return;
+	stat_inc(FP_STAT_WAKE_HOG_GRAN);
+	if (hog == FP_LONG_HELD)
+		stat_inc(FP_STAT_WAKE_HOG_HELD);
+}
+
 static enum fp_preempt wakeup_preempts(s32 cpu, u64 vtime, u64 now, u64 *started,
 				       u64 *delay)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
 	u64 curr_vtime, ran, at, need, gran, hog_gran;
-	u32 weight;
-	bool hog, hog_floor;
+	u32 weight, hog;
+	bool hog_floor;
 
 	/*
 	 * Cheap wakeups: no kick when it cannot matter. The CPU runs none of
@@ -551,8 +568,7 @@ static enum fp_preempt wakeup_preempts(s32 cpu, u64 vtime, u64 now, u64 *started
 	}
 
 	if (FP_BRANCH(FP_BR_PREEMPT_BEHIND, at <= ran)) {
-		if (hog_floor)
-			stat_inc(FP_STAT_WAKE_HOG_GRAN);
+		count_hog(hog, hog_floor);
 		stat_inc(FP_STAT_WAKE_PREEMPT);
 		return FP_PREEMPT_NOW;
 	}
@@ -571,8 +587,7 @@ static enum fp_preempt wakeup_preempts(s32 cpu, u64 vtime, u64 now, u64 *started
 		stat_inc(FP_STAT_WAKE_SHORT_RUNNER);
 		return FP_PREEMPT_NO;
 	}
-	if (hog_floor)
-		stat_inc(FP_STAT_WAKE_HOG_GRAN);
+	count_hog(hog, hog_floor);
 	*delay = at - ran;
 	return FP_PREEMPT_LATER;
 }
@@ -1377,6 +1392,33 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
 }
 
 /*
+ * The CPU hog class, which wakeups preempt at --hog-gran-us: a task enters
+ * it when its runs average --wakeup-gran-us or more, and with
+ * hog_hysteresis leaves it only when they average under half that. A busy
+ * loop that a periodic sleeper preempts every millisecond has runs of
+ * about a millisecond: on the single threshold it went in and out of the
+ * class, and while out of it the sleeper waited for the end of its slice
+ * (wake_short_runner).
+ */
+static __always_inline void update_hog(struct task_ctx *tctx)
+{
+	u64 gran = tune.wakeup_gran_ns;
+
+	if (tctx->avg_run >= gran)
+		tctx->hog = 1;
+	else if (!tune.hog_hysteresis || tctx->avg_run < gran / 2)
+		tctx->hog = 0;
+}
+
+/* The running task's class for wakeup_preempts(): FP_LONG_*, 0 if none. */
+static __always_inline u32 hog_class(struct task_ctx *tctx)
+{
+	if (!tctx || !tctx->hog)
+		return 0;
+	return tctx->avg_run >= tune.wakeup_gran_ns ? FP_LONG_RUNS : FP_LONG_HELD;
+}
+
+/*
  * Advance @cpu's clock to the lowest vtime among @vtime (the task starting
  * to run) and the head of its DSQ, if that is ahead of it.
  */
@@ -1412,7 +1454,7 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	cctx->curr_weight = tctx ? task_weight(p, tctx) : 100;
 	WRITE_ONCE(cctx->curr_busy, 1);
 	WRITE_ONCE(cctx->curr_kthread, !!(p->flags & PF_KTHREAD));
-	WRITE_ONCE(cctx->curr_long, tctx && tctx->avg_run >= tune.wakeup_gran_ns);
+	WRITE_ONCE(cctx->curr_long, hog_class(tctx));
 	if (FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked)))
 		WRITE_ONCE(cctx->kicked, 0);
 
@@ -1469,6 +1511,7 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 	used = p->se.sum_exec_runtime - cctx->curr_sum_start;
 	tctx->vtime += used * 100 / (cctx->curr_weight ?: 1);
 	tctx->avg_run = tctx->avg_run - tctx->avg_run / 4 + used / 4;
+	update_hog(tctx);
 	if (runnable)
 		tctx->runs_kept += tctx->runs_kept < FP_AWAY_RUNS;
 	else
