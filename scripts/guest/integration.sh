@@ -898,23 +898,29 @@ defer_latency() {
 	echo "$(grep -o 'Avg: *[0-9]* Max: *[0-9]*' "$WORK/workload.log" | xargs) us"
 }
 
+# Run defer_workload under scx_fastpath with flags $2, and print, as $1,
+# its cyclictest line and the counters named after those.
+defer_case() {
+	local label=$1 args=$2
+	shift 2
+	SCHED_ARGS=$args run_under_sched defer_workload || return 1
+	say "$label: cyclictest vs a hog on CPU 0${args:+, $args}: $(defer_latency)"
+	say_counters "$@" >/dev/null
+}
+
 test_deferred_preempt() {
 	local m ok=0
 	m=$(dmesg_mark)
 	# With the default --hog-gran-us 0 a hog is preempted at once and the
 	# timer is seldom needed: the timer is tested with a floor for it to
 	# keep, and the default is only reported.
-	SCHED_ARGS="--hog-gran-us 250" run_under_sched defer_workload || return 1
-	say "on:  cyclictest vs a hog on CPU 0, --hog-gran-us 250: $(defer_latency)"
-	say_counters wake_deferred wake_defer_kick wake_preempt >/dev/null
+	defer_case "on " "--hog-gran-us 250" wake_deferred wake_defer_kick wake_preempt || return 1
 	[ "$(counter_total wake_deferred)" -gt 0 ] || { say "no preemption was deferred"; ok=1; }
 	[ "$(counter_total wake_defer_kick)" -gt 0 ] || { say "no deferred preemption kicked"; ok=1; }
-	SCHED_ARGS="--hog-gran-us 250 --no-deferred-preempt" run_under_sched defer_workload || return 1
-	say "off: cyclictest vs a hog on CPU 0, --hog-gran-us 250: $(defer_latency)"
-	[ "$(say_counters wake_deferred wake_defer_kick)" -eq 0 ] || { say "deferred preemption with the switch off"; ok=1; }
-	SCHED_ARGS="" run_under_sched defer_workload || return 1
-	say "default (--hog-gran-us 0): cyclictest vs a hog on CPU 0: $(defer_latency)"
-	say_counters wake_preempt wake_hog_gran wake_deferred >/dev/null
+	defer_case off "--hog-gran-us 250 --no-deferred-preempt" wake_deferred wake_defer_kick || return 1
+	[ "$(say_counters wake_deferred wake_defer_kick 2>/dev/null)" -eq 0 ] ||
+		{ say "deferred preemption with the switch off"; ok=1; }
+	defer_case "default (--hog-gran-us 0)" "" wake_preempt wake_hog_gran wake_deferred || return 1
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -928,13 +934,9 @@ test_deferred_preempt() {
 test_hog_hysteresis() {
 	local m ok=0
 	m=$(dmesg_mark)
-	SCHED_ARGS="" run_under_sched defer_workload || return 1
-	say "on:  cyclictest vs a hog on CPU 0: $(defer_latency)"
-	say_counters wake_hog_held wake_hog_gran wake_short_runner >/dev/null
+	defer_case "on " "" wake_hog_held wake_hog_gran wake_short_runner || return 1
 	[ "$(counter_total wake_hog_held)" -gt 0 ] || { say "the hog was never held in its class"; ok=1; }
-	SCHED_ARGS="--no-hog-hysteresis" run_under_sched defer_workload || return 1
-	say "off: cyclictest vs a hog on CPU 0: $(defer_latency)"
-	say_counters wake_hog_held wake_hog_gran wake_short_runner >/dev/null
+	defer_case off "--no-hog-hysteresis" wake_hog_held wake_hog_gran wake_short_runner || return 1
 	[ "$(counter_total wake_hog_held)" -eq 0 ] || { say "wake_hog_held moved with --no-hog-hysteresis"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
@@ -947,13 +949,9 @@ test_hog_hysteresis() {
 test_local_preempt() {
 	local m ok=0
 	m=$(dmesg_mark)
-	SCHED_ARGS="--local-preempt" run_under_sched defer_workload || return 1
-	say "on:  cyclictest vs a hog on CPU 0: $(defer_latency)"
-	say_counters wake_preempt wake_preempt_local >/dev/null
+	defer_case "on " "--local-preempt" wake_preempt wake_preempt_local || return 1
 	[ "$(counter_total wake_preempt_local)" -gt 0 ] || { say "no wakee went to the local DSQ"; ok=1; }
-	SCHED_ARGS="" run_under_sched defer_workload || return 1
-	say "off: cyclictest vs a hog on CPU 0: $(defer_latency)"
-	say_counters wake_preempt wake_preempt_local >/dev/null
+	defer_case off "" wake_preempt wake_preempt_local || return 1
 	[ "$(counter_total wake_preempt)" -gt 0 ] || { say "no wakeup preempted the hog"; ok=1; }
 	[ "$(counter_total wake_preempt_local)" -eq 0 ] || { say "wake_preempt_local moved without --local-preempt"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
