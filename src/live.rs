@@ -49,7 +49,7 @@ pub const LIVE: &[(&str, Apply)] = &[
         switch(&mut o.local_preempt, v, true)
     }),
     ("hog-hysteresis", |o, v| {
-        switch(&mut o.no_hog_hysteresis, v, false)
+        switch(&mut o.hog_hysteresis, v, true)
     }),
     ("wake-away", |o, v| switch(&mut o.no_wake_away, v, false)),
     ("rt-away", |o, v| switch(&mut o.no_rt_away, v, false)),

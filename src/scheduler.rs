@@ -80,7 +80,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         rt_away: u8::from(!opts.no_rt_away),
         rt_rescue: u8::from(opts.rt_rescue),
         local_preempt: u8::from(opts.local_preempt),
-        hog_hysteresis: u8::from(!opts.no_hog_hysteresis),
+        hog_hysteresis: u8::from(opts.hog_hysteresis),
         // The struct's tail padding, which the skeleton names.
         ..Default::default()
     }

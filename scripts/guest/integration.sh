@@ -927,17 +927,17 @@ test_deferred_preempt() {
 
 # Hog hysteresis: the same sleeper against a hog on CPU 0. Preempted every
 # millisecond, the hog's runs average about a millisecond and now and then
-# drop under --wakeup-gran-us; by default it stays a hog while they average
-# more than half of that, and the preemptions of it then move
-# wake_hog_held. With --no-hog-hysteresis nothing holds it in the class,
-# and wake_hog_held cannot move.
+# drop under --wakeup-gran-us; with --hog-hysteresis it stays a hog while
+# they average more than half of that, and the preemptions of it then move
+# wake_hog_held. By default (off) nothing holds it in the class, and
+# wake_hog_held cannot move.
 test_hog_hysteresis() {
 	local m ok=0
 	m=$(dmesg_mark)
-	defer_case "on " "" wake_hog_held wake_hog_gran wake_short_runner || return 1
+	defer_case "on " "--hog-hysteresis" wake_hog_held wake_hog_gran wake_short_runner || return 1
 	[ "$(counter_total wake_hog_held)" -gt 0 ] || { say "the hog was never held in its class"; ok=1; }
-	defer_case off "--no-hog-hysteresis" wake_hog_held wake_hog_gran wake_short_runner || return 1
-	[ "$(counter_total wake_hog_held)" -eq 0 ] || { say "wake_hog_held moved with --no-hog-hysteresis"; ok=1; }
+	defer_case off "" wake_hog_held wake_hog_gran wake_short_runner || return 1
+	[ "$(counter_total wake_hog_held)" -eq 0 ] || { say "wake_hog_held moved without --hog-hysteresis"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }

@@ -1398,7 +1398,10 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
  * loop that a periodic sleeper preempts every millisecond has runs of
  * about a millisecond: on the single threshold it went in and out of the
  * class, and while out of it the sleeper waited for the end of its slice
- * (wake_short_runner).
+ * (wake_short_runner). Off by default: it holds hackbench's tasks, whose
+ * runs average about that long too, and the preemptions of them cost
+ * hackbench and perf pipe more than the sleeper gained (docs/ab,
+ * 2026-12-02-hog-awake).
  */
 static __always_inline void update_hog(struct task_ctx *tctx)
 {
