@@ -65,7 +65,7 @@ for round in $(seq "${R:-2}"); do
 			start_sched $args >/dev/null || { echo "start failed: $v"; cat "$SCHED_LOG"; exit 1; }
 			one "${v%%=*}" "${w% *}" "${w#* }"
 			cleanup_sched
-			[ "$round" = 1 ] && sample_summary
+			if [ "$round" = 1 ]; then sample_summary; fi
 		done
 	done
 done
