@@ -118,6 +118,18 @@ pub struct Opts {
     #[arg(long)]
     pub no_head_lag: bool,
 
+    /// Queue a task preempted inside an RCU read-side section by vtime only
+    ///
+    /// A task preempted inside an RCU read-side critical section holds up
+    /// every RCU grace period until it runs again; kernels without RCU
+    /// priority boosting (Debian's) rely on the scheduler to run it soon. By
+    /// default such a task is queued ahead of everything waiting on its CPU
+    /// (counted in rcu_first): without it, khugepaged at nice 19 waited
+    /// behind CPU hogs until the kernel's RCU stall detector ejected the
+    /// scheduler (README, Reliability). This flag queues it by vtime.
+    #[arg(long)]
+    pub no_rcu_first: bool,
+
     /// A wakee waits behind a waker that keeps running
     ///
     /// When no CPU is idle, a task woken by one that keeps running (a
@@ -477,7 +489,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} local_preempt={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -486,6 +498,7 @@ impl Opts {
             on_off(self.sync_affine),
             on_off(!self.no_fast_yield),
             on_off(!self.no_head_lag),
+            on_off(!self.no_rcu_first),
             on_off(self.local_preempt),
             on_off(self.hog_hysteresis),
             on_off(!self.no_wake_away),

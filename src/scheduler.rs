@@ -64,6 +64,9 @@ include!(concat!(env!("OUT_DIR"), "/tune_store.rs"));
 
 /// The live tunables (struct fp_tune) from the options: before load as the
 /// map's initial value, and on every `set`.
+// Whether the skeleton names a tail padding field depends on how many
+// switches there are, so the struct update below may have nothing to fill.
+#[allow(clippy::needless_update)]
 fn tune_of(opts: &Opts) -> FpTune {
     FpTune {
         slice_ns: opts.slice_us * 1000,
@@ -73,6 +76,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         cheap_wakeup: u8::from(!opts.no_cheap_wakeup),
         fast_yield: u8::from(!opts.no_fast_yield),
         head_lag: u8::from(!opts.no_head_lag),
+        rcu_first: u8::from(!opts.no_rcu_first),
         deferred_preempt: u8::from(!opts.no_deferred_preempt),
         sync_wake: u8::from(opts.sync_wake),
         sync_affine: u8::from(opts.sync_affine),
@@ -81,7 +85,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         rt_rescue: u8::from(opts.rt_rescue),
         local_preempt: u8::from(opts.local_preempt),
         hog_hysteresis: u8::from(opts.hog_hysteresis),
-        // The struct's tail padding, which the skeleton names.
+        // The struct's tail padding, where the skeleton names one.
         ..Default::default()
     }
 }

@@ -118,6 +118,7 @@ struct fp_tune {
 	u8 rt_away;
 	u8 rt_rescue;
 	u8 local_preempt;
+	u8 rcu_first;
 	u8 hog_hysteresis;
 };
 
@@ -179,6 +180,7 @@ enum fp_stat_idx {
 	FP_STAT_LAG_HEAD,	/* a blocking task's lag was measured from its CPU's DSQ head, ahead of the CPU's clock */
 	FP_STAT_KTHREAD_WAKE,	/* a waking kernel thread got the kthread credit */
 	FP_STAT_STARVE_RESCUE,	/* the guard ran a task that had waited FP_STARVE_MS */
+	FP_STAT_RCU_FIRST,	/* a task preempted inside an RCU read-side section was queued first on its CPU */
 	FP_STAT_CGROUP_WEIGHT,	/* a cgroup's cpu.weight was set or changed */
 	FP_STAT_SLICE_SHORT,	/* a task was queued behind more than FP_DEEP_QUEUE with a shorter slice */
 
