@@ -194,8 +194,6 @@ test_errors() {
 # stay at zero, or the path's ablation counter must move instead).
 # ---------------------------------------------------------------------------
 
-# Run "$@" as the workload under the scheduler started with $SCHED_ARGS;
-# leaves the loader's log (with its totals) in $SCHED_LOG.
 # The loader's log ends with the kernel's exit reason: true if it detached
 # because it was asked to, else say why it went. ("EXIT: " with the colon:
 # the JSON samples name SCX_EV_ENQ_SKIP_EXITING.)
@@ -205,6 +203,8 @@ detached_on_request() {
 	return 1
 }
 
+# Run "$@" as the workload under the scheduler started with $SCHED_ARGS;
+# leaves the loader's log (with its totals) in $SCHED_LOG.
 run_under_sched() {
 	# shellcheck disable=SC2086
 	start_sched ${SCHED_ARGS:-} || return 1
