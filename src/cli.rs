@@ -151,17 +151,28 @@ pub struct Opts {
     #[arg(long)]
     pub local_preempt: bool,
 
-    /// Hysteresis on the CPU hog class
+    /// No hysteresis on the CPU hog class
     ///
     /// A wakeup preempts a CPU hog, a task whose runs average
-    /// --wakeup-gran-us or more, at --hog-gran-us. With this a hog leaves
-    /// the class only when its runs average under half of that: a busy
-    /// loop that a periodic sleeper preempts every millisecond then stays
-    /// in it, and the sleeper's latency drops. Off by default: it holds
-    /// hackbench's tasks in the class too, and in two same-guest A/Bs it
-    /// cost hackbench and perf pipe more than it gave cyclictest (README).
+    /// --wakeup-gran-us or more, at --hog-gran-us. By default a hog leaves
+    /// the class only when its runs average under half of that, so a busy
+    /// loop that a periodic sleeper preempts every millisecond stays in it
+    /// (cyclictest's average latency against hogs about halves, README).
+    /// With this flag it leaves the class as soon as they average less.
     #[arg(long)]
-    pub hog_hysteresis: bool,
+    pub no_hog_hysteresis: bool,
+
+    /// Any wakee preempts a CPU hog at --hog-gran-us
+    ///
+    /// By default only a wakee whose runs average at most a quarter of the
+    /// running hog's preempts it at --hog-gran-us; any other is treated as
+    /// against a task with short runs (--wakeup-gran-us, no timer), counted
+    /// in wake_hog_long_wakee. A periodic sleeper against a busy loop is
+    /// short; hackbench's tasks, held in the hog class by the hysteresis,
+    /// are not, and preempting them for each other cost hackbench socket
+    /// (README). With this flag every wakee is treated as short.
+    #[arg(long)]
+    pub no_short_wakee: bool,
 
     /// A wakee whose CPU runs an RT task waits there
     ///
@@ -489,7 +500,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} hog_hysteresis={} short_wakee={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -500,7 +511,8 @@ impl Opts {
             on_off(!self.no_head_lag),
             on_off(!self.no_rcu_first),
             on_off(self.local_preempt),
-            on_off(self.hog_hysteresis),
+            on_off(!self.no_hog_hysteresis),
+            on_off(!self.no_short_wakee),
             on_off(!self.no_wake_away),
             on_off(!self.no_rt_away),
             on_off(self.rt_rescue),

@@ -50,7 +50,10 @@ pub const LIVE: &[(&str, Apply)] = &[
         switch(&mut o.local_preempt, v, true)
     }),
     ("hog-hysteresis", |o, v| {
-        switch(&mut o.hog_hysteresis, v, true)
+        switch(&mut o.no_hog_hysteresis, v, false)
+    }),
+    ("short-wakee", |o, v| {
+        switch(&mut o.no_short_wakee, v, false)
     }),
     ("wake-away", |o, v| switch(&mut o.no_wake_away, v, false)),
     ("rt-away", |o, v| switch(&mut o.no_rt_away, v, false)),
