@@ -120,7 +120,6 @@ struct fp_tune {
 	u8 local_preempt;
 	u8 rcu_first;
 	u8 hog_hysteresis;
-	u8 short_wakee;
 };
 
 /*
@@ -171,7 +170,6 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_SHORT_RUNNER,	/* no later preemption: the running task's runs average under --wakeup-gran-us */
 	FP_STAT_WAKE_HOG_GRAN,	/* a long-running task was preempted (now or by the timer) at --hog-gran-us */
 	FP_STAT_WAKE_HOG_HELD,	/* ... of which one held in the class by hog_hysteresis (runs averaging half to all of --wakeup-gran-us) */
-	FP_STAT_WAKE_HOG_LONG_WAKEE,	/* a wakee whose runs are not short against the running hog's was treated as against no hog */
 	FP_STAT_WAKE_KTHREAD_KEPT,	/* no preemption: the CPU runs a kernel thread, which keeps it to the end of its slice */
 
 	/* ops.yield(). */

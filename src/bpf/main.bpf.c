@@ -120,8 +120,8 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		changes no decision, and the line stays shared-clean between
  *		writes); every enqueue onto the CPU reads it.
  *   curr_vtime, curr_started, curr_weight, curr_busy, curr_kthread,
- *   curr_long, curr_avg_run	ops.running()/stopping() write; enqueue's
- *		wakeup_preempts() reads.
+ *   curr_long	ops.running()/stopping() write; enqueue's wakeup_preempts()
+ *		reads.
  *   holding	idle_hold() writes; select_cpu() and the enqueue of a
  *		redirected wakeup read.
  *   kicked	set by whoever sends a preemption kick, cleared by the
@@ -149,8 +149,7 @@ struct fp_cpu {
 	u32 holding;
 	u32 kicked;
 	u32 curr_long;
-	u64 curr_avg_run;
-	u8 __pad0[FP_CACHELINE - 56];
+	u8 __pad0[FP_CACHELINE - 48];
 
 	/* line 1: private */
 	u64 curr_sum_start;
@@ -494,29 +493,6 @@ enum fp_long {
 	FP_LONG_HELD = 2,	/* less, but held in the class by hog_hysteresis */
 };
 
-/* When a preemption that wakeup_preempts() decides on is to happen. */
-struct fp_plan {
-	u64 started;	/* the running task's run began (for the timer) */
-	u64 delay;	/* FP_PREEMPT_LATER: in this many ns */
-};
-
-/*
- * Whether waking task @p counts as short against the hog running on @cctx:
- * its runs average at most a quarter of the hog's. With short_wakee only
- * such a wakee preempts a hog at --hog-gran-us; any other is treated as if
- * the running task were no hog. A periodic sleeper against a busy loop is
- * short. hackbench's tasks are not: where their runs average near
- * --wakeup-gran-us (a slow machine), the hysteresis holds them in the hog
- * class, and preempting one of them for another at once cost hackbench
- * socket (docs/ab, 2026-12-02-hog-awake and -short-wakee-gran500).
- */
-static __always_inline bool wakee_is_short(struct task_struct *p, struct fp_cpu *cctx)
-{
-	struct task_ctx *tctx = lookup_task_ctx(p);
-
-	return !tctx || tctx->avg_run * 4 <= READ_ONCE(cctx->curr_avg_run);
-}
-
 /* A preemption (now or by the timer) of a task of class @hog at its floor. */
 static __always_inline void count_hog(u32 hog, bool hog_floor)
 {
@@ -527,8 +503,8 @@ static __always_inline void count_hog(u32 hog, bool hog_floor)
 		stat_inc(FP_STAT_WAKE_HOG_HELD);
 }
 
-static enum fp_preempt wakeup_preempts(s32 cpu, struct task_struct *p, u64 vtime,
-				       u64 now, struct fp_plan *plan)
+static enum fp_preempt wakeup_preempts(s32 cpu, u64 vtime, u64 now, u64 *started,
+				       u64 *delay)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
 	u64 curr_vtime, ran, at, need, gran, hog_gran;
@@ -561,14 +537,10 @@ static enum fp_preempt wakeup_preempts(s32 cpu, struct task_struct *p, u64 vtime
 		return FP_PREEMPT_NO;
 	}
 
-	plan->started = READ_ONCE(cctx->curr_started);
+	*started = READ_ONCE(cctx->curr_started);
 	weight = READ_ONCE(cctx->curr_weight) ?: 100;
-	ran = clock_delta(now, plan->started);
+	ran = clock_delta(now, *started);
 	hog = READ_ONCE(cctx->curr_long);
-	if (hog && tune.short_wakee && !wakee_is_short(p, cctx)) {
-		stat_inc(FP_STAT_WAKE_HOG_LONG_WAKEE);
-		hog = 0;
-	}
 	/*
 	 * Each tunable read once: `set` may change them meanwhile. Counted in
 	 * wake_hog_gran when it preempts, now or by the timer.
@@ -616,26 +588,26 @@ static enum fp_preempt wakeup_preempts(s32 cpu, struct task_struct *p, u64 vtime
 		return FP_PREEMPT_NO;
 	}
 	count_hog(hog, hog_floor);
-	plan->delay = at - ran;
+	*delay = at - ran;
 	return FP_PREEMPT_LATER;
 }
 
 /* Carry out wakeup_preempts()'s answer for a wakee queued on @cpu's DSQ. */
-static void preempt_as(s32 cpu, enum fp_preempt how, struct fp_plan *plan)
+static void preempt_as(s32 cpu, enum fp_preempt how, u64 started, u64 delay)
 {
 	if (how == FP_PREEMPT_NOW) {
 		WRITE_ONCE(cpu_ctx(cpu)->kicked, 1);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	} else if (how == FP_PREEMPT_LATER) {
-		defer_preempt(cpu, plan->started, plan->delay);
+		defer_preempt(cpu, started, delay);
 	}
 }
 
-static void preempt_if_behind(s32 cpu, struct task_struct *p, u64 vtime, u64 now)
+static void preempt_if_behind(s32 cpu, u64 vtime, u64 now)
 {
-	struct fp_plan plan = {};
+	u64 started = 0, delay = 0;
 
-	preempt_as(cpu, wakeup_preempts(cpu, p, vtime, now, &plan), &plan);
+	preempt_as(cpu, wakeup_preempts(cpu, vtime, now, &started, &delay), started, delay);
 }
 
 /*
@@ -967,9 +939,8 @@ static __always_inline u64 queue_on(struct task_struct *p, s32 cpu, u64 enq_flag
  */
 static bool queue_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags, u64 now)
 {
-	u64 vtime = task_vtime(p, cpu);
-	struct fp_plan plan = {};
-	enum fp_preempt how = wakeup_preempts(cpu, p, vtime, now, &plan);
+	u64 vtime = task_vtime(p, cpu), started = 0, delay = 0;
+	enum fp_preempt how = wakeup_preempts(cpu, vtime, now, &started, &delay);
 	struct task_struct *head;
 
 	if (how == FP_PREEMPT_NOW && tune.local_preempt) {
@@ -983,7 +954,7 @@ static bool queue_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags, u64 now)
 		}
 	}
 	insert_on(p, cpu, vtime, enq_flags);
-	preempt_as(cpu, how, &plan);
+	preempt_as(cpu, how, started, delay);
 	return false;
 }
 
@@ -1093,7 +1064,7 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 		return;
 	}
 	if (wakeup)
-		preempt_if_behind(task_cpu, p, vtime, now);
+		preempt_if_behind(task_cpu, vtime, now);
 }
 
 void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
@@ -1473,11 +1444,10 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
  * loop that a periodic sleeper preempts every millisecond has runs of
  * about a millisecond: on the single threshold it went in and out of the
  * class, and while out of it the sleeper waited for the end of its slice
- * (wake_short_runner). It holds hackbench's tasks too where their runs
- * average about that long (a slow machine), and preempting them for each
- * other cost hackbench more than the sleeper gained (docs/ab,
- * 2026-12-02-hog-awake): short_wakee (wakee_is_short()) keeps those
- * wakeups at --wakeup-gran-us.
+ * (wake_short_runner). Off by default: it holds hackbench's tasks, whose
+ * runs average about that long too, and the preemptions of them cost
+ * hackbench and perf pipe more than the sleeper gained (docs/ab,
+ * 2026-12-02-hog-awake).
  */
 static __always_inline void update_hog(struct task_ctx *tctx)
 {
@@ -1534,7 +1504,6 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	WRITE_ONCE(cctx->curr_busy, 1);
 	WRITE_ONCE(cctx->curr_kthread, !!(p->flags & PF_KTHREAD));
 	WRITE_ONCE(cctx->curr_long, hog_class(tctx));
-	WRITE_ONCE(cctx->curr_avg_run, tctx ? tctx->avg_run : 0);
 	if (FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked)))
 		WRITE_ONCE(cctx->kicked, 0);
 
