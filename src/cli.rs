@@ -162,18 +162,6 @@ pub struct Opts {
     #[arg(long)]
     pub no_hog_hysteresis: bool,
 
-    /// Any wakee preempts a CPU hog at --hog-gran-us
-    ///
-    /// By default only a wakee whose runs average at most a quarter of the
-    /// running hog's preempts it at --hog-gran-us; any other is treated as
-    /// against a task with short runs (--wakeup-gran-us, no timer), counted
-    /// in wake_hog_long_wakee. A periodic sleeper against a busy loop is
-    /// short; hackbench's tasks, held in the hog class by the hysteresis,
-    /// are not, and preempting them for each other cost hackbench socket
-    /// (README). With this flag every wakee is treated as short.
-    #[arg(long)]
-    pub no_short_wakee: bool,
-
     /// A wakee whose CPU runs an RT task waits there
     ///
     /// When no CPU is idle, a task whose previous CPU runs an RT or
@@ -500,7 +488,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} hog_hysteresis={} short_wakee={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -512,7 +500,6 @@ impl Opts {
             on_off(!self.no_rcu_first),
             on_off(self.local_preempt),
             on_off(!self.no_hog_hysteresis),
-            on_off(!self.no_short_wakee),
             on_off(!self.no_wake_away),
             on_off(!self.no_rt_away),
             on_off(self.rt_rescue),

@@ -52,9 +52,6 @@ pub const LIVE: &[(&str, Apply)] = &[
     ("hog-hysteresis", |o, v| {
         switch(&mut o.no_hog_hysteresis, v, false)
     }),
-    ("short-wakee", |o, v| {
-        switch(&mut o.no_short_wakee, v, false)
-    }),
     ("wake-away", |o, v| switch(&mut o.no_wake_away, v, false)),
     ("rt-away", |o, v| switch(&mut o.no_rt_away, v, false)),
     ("rt-rescue", |o, v| switch(&mut o.rt_rescue, v, true)),

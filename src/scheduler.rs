@@ -85,7 +85,6 @@ fn tune_of(opts: &Opts) -> FpTune {
         rt_rescue: u8::from(opts.rt_rescue),
         local_preempt: u8::from(opts.local_preempt),
         hog_hysteresis: u8::from(!opts.no_hog_hysteresis),
-        short_wakee: u8::from(!opts.no_short_wakee),
         // The struct's tail padding, where the skeleton names one.
         ..Default::default()
     }

@@ -951,45 +951,6 @@ test_hog_hysteresis() {
 	return $ok
 }
 
-# Two CPU hogs on CPU 0, one of them waking every few milliseconds (busy
-# 3 ms, then asleep: stress-ng --cpu-load-slice): its runs are as long as
-# the other hog's, so it is no short wakee.
-long_wakee_workload() {
-	taskset -c 0 stress-ng --temp-path "$WORK" --cpu 1 --timeout 9s --quiet &
-	local hog=$!
-	sleep 0.5
-	taskset -c 0 stress-ng --temp-path "$WORK" --cpu 1 --cpu-load 60 --cpu-load-slice 3 \
-		--timeout 6s --quiet
-	kill "$hog" 2>/dev/null
-	wait "$hog" 2>/dev/null
-	return 0
-}
-
-# Short wakees: only a wakee whose runs average at most a quarter of the
-# running hog's preempts it at --hog-gran-us. The sleeper against a hog is
-# short, so it keeps preempting at once (wake_hog_gran) and is hardly ever
-# counted in wake_hog_long_wakee; a hog that wakes against a hog is counted;
-# with --no-short-wakee nothing is.
-test_short_wakee() {
-	local m ok=0 gran long
-	m=$(dmesg_mark)
-	defer_case "sleeper" "" wake_hog_gran wake_hog_long_wakee || return 1
-	gran=$(counter_total wake_hog_gran) long=$(counter_total wake_hog_long_wakee)
-	[ "${gran:-0}" -gt 0 ] || { say "the sleeper never preempted the hog at --hog-gran-us"; ok=1; }
-	[ "${long:-0}" -lt $((${gran:-0} / 10 + 1)) ] ||
-		{ say "the sleeper was taken for a long wakee ($long of $gran)"; ok=1; }
-	SCHED_ARGS="" run_under_sched long_wakee_workload || return 1
-	say "hog waking against a hog on CPU 0:"
-	long=$(say_counters wake_hog_long_wakee wake_hog_gran wake_short_runner >/dev/null; counter_total wake_hog_long_wakee)
-	[ "${long:-0}" -gt 0 ] || { say "a hog waking against a hog was never a long wakee"; ok=1; }
-	SCHED_ARGS="--no-short-wakee" run_under_sched long_wakee_workload || return 1
-	say "the same, --no-short-wakee:"
-	long=$(say_counters wake_hog_long_wakee wake_hog_gran >/dev/null; counter_total wake_hog_long_wakee)
-	[ "${long:-0}" -eq 0 ] || { say "wake_hog_long_wakee moved with --no-short-wakee"; ok=1; }
-	check_no_kernel_errors "$m" || ok=1
-	return $ok
-}
-
 # Local preemption: the same sleeper against a hog on CPU 0. Every wakeup
 # preempts the hog (--hog-gran-us 0); with --local-preempt it goes straight
 # to CPU 0's local DSQ (wake_preempt_local); by default it is queued and CPU
@@ -1419,7 +1380,7 @@ test_topology() {
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis short_wakee wake_away rcu_first rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_away rcu_first rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do

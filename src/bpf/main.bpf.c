@@ -1444,10 +1444,11 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
  * loop that a periodic sleeper preempts every millisecond has runs of
  * about a millisecond: on the single threshold it went in and out of the
  * class, and while out of it the sleeper waited for the end of its slice
- * (wake_short_runner). Off by default: it holds hackbench's tasks, whose
- * runs average about that long too, and the preemptions of them cost
- * hackbench and perf pipe more than the sleeper gained (docs/ab,
- * 2026-12-02-hog-awake).
+ * (wake_short_runner). It holds hackbench's tasks too where their runs
+ * average about that long (a slow machine: docs/ab, 2026-12-02-hog-awake),
+ * and each wakeup then preempts one of them; on a host where they average
+ * well under it, it halved cyclictest's latency against hogs and cost no
+ * row (2026-12-02 short wakees; README, Benchmarks).
  */
 static __always_inline void update_hog(struct task_ctx *tctx)
 {
