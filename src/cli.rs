@@ -626,11 +626,7 @@ mod tests {
     fn readme_shows_short_help() {
         use clap::CommandFactory;
 
-        let readme = include_str!("../README.md");
-        let open = "<!-- usage: scx_fastpath -h -->\n```\n";
-        let start = readme.find(open).expect("README has no usage block");
-        let block = &readme[start + open.len()..];
-        let block = &block[..block.find("```").expect("usage block not closed")];
+        let block = crate::readme::block("<!-- usage: scx_fastpath -h -->\n```\n", "```");
         let help = Opts::command().render_help().to_string();
         assert_eq!(
             block.trim_end(),

@@ -6,6 +6,8 @@ mod bpf_skel;
 mod cli;
 mod live;
 mod preflight;
+#[cfg(test)]
+mod readme;
 mod scheduler;
 mod stats;
 mod stats_server;

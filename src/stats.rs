@@ -525,12 +525,7 @@ mod tests {
 
     #[test]
     fn readme_shows_help_stats() {
-        let readme = include_str!("../README.md");
-        let start = readme
-            .find("<!-- help-stats -->\n```\n")
-            .expect("README has no help-stats block");
-        let block = &readme[start + "<!-- help-stats -->\n```\n".len()..];
-        let block = &block[..block.find("```").expect("help-stats block not closed")];
+        let block = crate::readme::block("<!-- help-stats -->\n```\n", "```");
         assert_eq!(
             block,
             describe_counters(),
