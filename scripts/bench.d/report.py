@@ -11,7 +11,7 @@ Input, a run directory written by scripts/bench and scripts/guest/bench.sh:
   raw.tsv     one measurement per line:
               round sched workload metric value unit hib status note group
 Output, in --out (default docs/bench):
-  results-<date>.md, results-<date>.svg, raw-<date>.tsv, latest.md,
+  results-<date>-<commit>.md, results-<date>-<commit>.svg, raw-<date>-<commit>.tsv, latest.md,
   latest.json
 
 Every ratio is normalised so that > 1 means better than the default
@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -104,6 +105,10 @@ class Report:
                         self.ablations.append(dict(zip(["name", "switch", "groups", "why"], parts[:4])))
         self.rounds = int(self.meta.get("rounds", "0") or 0)
         self.date = (self.meta.get("date") or "unknown")[:10]
+        # Output files are named by date and commit, so that a second run on
+        # the same day never overwrites the first (it did, twice).
+        git = re.sub(r"[^0-9A-Za-z-]", "", self.meta.get("git") or "unknown")
+        self.stem = f"{self.date}-{git}"
         self._collect()
 
     def _collect(self):
@@ -478,7 +483,7 @@ class Report:
         else:
             L.append("None: every workload run produced a value.")
         L.append("")
-        L.append(f"Raw data: [raw-{self.date}.tsv](raw-{self.date}.tsv) (one line per measurement). "
+        L.append(f"Raw data: [raw-{self.stem}.tsv](raw-{self.stem}.tsv) (one line per measurement). "
                  "Regenerate this page with `scripts/bench --report target/bench/<run>`.")
         L.append("")
         return "\n".join(L)
@@ -576,23 +581,23 @@ class Report:
 
     def write(self, out):
         os.makedirs(out, exist_ok=True)
-        base = f"results-{self.date}"
+        base = f"results-{self.stem}"
         md = self.markdown(base + ".svg")
         with open(os.path.join(out, base + ".md"), "w") as f:
             f.write(md)
         with open(os.path.join(out, base + ".svg"), "w") as f:
             f.write(self.svg())
-        with open(os.path.join(out, f"raw-{self.date}.tsv"), "w") as f:
+        with open(os.path.join(out, f"raw-{self.stem}.tsv"), "w") as f:
             f.write("\t".join(RAW_COLS) + "\n")
             with open(os.path.join(self.run, "raw.tsv")) as r:
                 f.write(r.read())
-        # latest.md sits beside results-<date>.svg, so the image link holds.
+        # latest.md sits beside results-<date>-<commit>.svg, so the image link holds.
         shutil.copyfile(os.path.join(out, base + ".md"), os.path.join(out, "latest.md"))
         with open(os.path.join(out, "latest.json"), "w") as f:
             json.dump(self.json(), f, indent=1, sort_keys=False)
             f.write("\n")
         return [os.path.join(out, n) for n in
-                (base + ".md", base + ".svg", f"raw-{self.date}.tsv", "latest.md", "latest.json")]
+                (base + ".md", base + ".svg", f"raw-{self.stem}.tsv", "latest.md", "latest.json")]
 
 
 def snippet(path):
