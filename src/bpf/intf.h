@@ -48,7 +48,7 @@ enum fp_consts {
 	FP_HOLD_MIN_NS		= 2000,
 	/*
 	 * Sleeper credit: a waking task keeps the lag it had when it blocked
-	 * (how far behind the system's vtime it was), bounded to FP_LAG_SLICES
+	 * (how far behind its CPU's clock, vmin, it was), bounded to FP_LAG_SLICES
 	 * slices either way, so it comes back ahead of CPU hogs without
 	 * hoarding credit. A waking kernel thread is put FP_KTHREAD_LAG_SLICES
 	 * behind: kworkers and ksoftirqd do short work that others wait on,
