@@ -109,6 +109,7 @@ class Report:
         # the same day never overwrites the first (it did, twice).
         git = re.sub(r"[^0-9A-Za-z-]", "", self.meta.get("git") or "unknown")
         self.stem = f"{self.date}-{git}"
+        self.raw_name = f"raw-{self.stem}.tsv"
         self._collect()
 
     def _collect(self):
@@ -483,7 +484,7 @@ class Report:
         else:
             L.append("None: every workload run produced a value.")
         L.append("")
-        L.append(f"Raw data: [raw-{self.stem}.tsv](raw-{self.stem}.tsv) (one line per measurement). "
+        L.append(f"Raw data: [{self.raw_name}]({self.raw_name}) (one line per measurement). "
                  "Regenerate this page with `scripts/bench --report target/bench/<run>`.")
         L.append("")
         return "\n".join(L)
@@ -587,7 +588,7 @@ class Report:
             f.write(md)
         with open(os.path.join(out, base + ".svg"), "w") as f:
             f.write(self.svg())
-        with open(os.path.join(out, f"raw-{self.stem}.tsv"), "w") as f:
+        with open(os.path.join(out, self.raw_name), "w") as f:
             f.write("\t".join(RAW_COLS) + "\n")
             with open(os.path.join(self.run, "raw.tsv")) as r:
                 f.write(r.read())
@@ -597,7 +598,7 @@ class Report:
             json.dump(self.json(), f, indent=1, sort_keys=False)
             f.write("\n")
         return [os.path.join(out, n) for n in
-                (base + ".md", base + ".svg", f"raw-{self.stem}.tsv", "latest.md", "latest.json")]
+                (base + ".md", base + ".svg", self.raw_name, "latest.md", "latest.json")]
 
 
 def snippet(path):
