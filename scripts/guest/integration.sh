@@ -531,9 +531,33 @@ boot_mark=0
 # the scheduler ejected in 1 of 2 runs ("watchdog failed to check in for
 # 10.008s"), cause not found yet (README, Known issues); TESTS=hold_races
 # runs it.
+# scxtop's request, byte for byte: it connects once and sends
+# {"req":"stats","args":{}} (no target, so "top") on every refresh of its
+# scheduler view, reading the reply as untyped JSON (sched-ext/scx,
+# tools/scxtop/src/app.rs). Twice on one connection, as it does.
+scxtop_request() {
+	local out
+	out=$(python3 - 2>&1 <<'PY'
+import json, socket
+s = socket.socket(socket.AF_UNIX)
+s.connect("/var/run/scx/root/stats")
+f = s.makefile()
+at = []
+for _ in range(2):
+    s.sendall(b'{"req":"stats","args":{}}\n')
+    r = json.loads(f.readline())
+    assert r["errno"] == 0, r
+    at.append(r["args"]["resp"]["at_ms"])
+print("at_ms", *at)
+PY
+	) || { say "scxtop's request failed: $out"; return 1; }
+	say "scxtop's request, twice on one connection: $out"
+}
+
 # The scx_stats socket: --monitor (text and --json) shows the running
 # instance's figures, and they move under a workload. Without the socket,
-# or with counters that do not move, it fails.
+# or with counters that do not move, or if scxtop's request is not
+# answered, it fails.
 test_monitor() {
 	local m ok=0 mon=$WORK/monitor.txt js=$WORK/monitor.json first last pids
 	m=$(dmesg_mark)
@@ -559,6 +583,7 @@ test_monitor() {
 		"at_ms $(jq -r .at_ms <<<"$first") -> $(jq -r .at_ms <<<"$last")"
 	jq -e --argjson a "$first" '.counters.disp_cpu_dsq > $a.counters.disp_cpu_dsq and .at_ms > $a.at_ms' \
 		<<<"$last" >/dev/null || { say "JSON samples do not move"; ok=1; }
+	scxtop_request || ok=1
 	stop_sched || ok=1
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
