@@ -531,16 +531,17 @@ boot_mark=0
 # the scheduler ejected in 1 of 2 runs ("watchdog failed to check in for
 # 10.008s"), cause not found yet (README, Known issues); TESTS=hold_races
 # runs it.
+
 # scxtop's request, byte for byte: it connects once and sends
 # {"req":"stats","args":{}} (no target, so "top") on every refresh of its
 # scheduler view, reading the reply as untyped JSON (sched-ext/scx,
 # tools/scxtop/src/app.rs). Twice on one connection, as it does.
 scxtop_request() {
 	local out
-	out=$(python3 - 2>&1 <<'PY'
-import json, socket
+	out=$(python3 - "$STATS_SOCK" 2>&1 <<'PY'
+import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
-s.connect("/var/run/scx/root/stats")
+s.connect(sys.argv[1])
 f = s.makefile()
 at = []
 for _ in range(2):
@@ -562,7 +563,7 @@ test_monitor() {
 	local m ok=0 mon=$WORK/monitor.txt js=$WORK/monitor.json first last pids
 	m=$(dmesg_mark)
 	start_sched || return 1
-	say "socket: $(stat -c '%A %U %n' /var/run/scx/root/stats 2>&1)"
+	say "socket: $(stat -c '%A %U %n' "$STATS_SOCK" 2>&1)"
 	timeout 6 "$SCHED" --monitor 1 -v >"$mon" 2>&1 &
 	pids=$!
 	timeout 6 "$SCHED" --monitor 0.5 --json >"$js" 2>&1 &
@@ -604,7 +605,7 @@ pinned_delta() {
 }
 
 test_live_set() {
-	local m ok=0 on off again out rc js sock=/var/run/scx/root/stats cpu=$((NCPU - 1))
+	local m ok=0 on off again out rc js sock=$STATS_SOCK cpu=$((NCPU - 1))
 	m=$(dmesg_mark)
 	setup_exec_loops
 	start_sched || return 1

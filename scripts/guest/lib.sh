@@ -102,6 +102,9 @@ sample_summary() {
 		(.counters | to_entries | map(select(.value > 0) | "\(.key)=\(.value)") | join(" "))'
 }
 
+# The running instance's scx_stats socket (scx_stats' default path).
+STATS_SOCK=/var/run/scx/root/stats
+
 # One sample of the running instance's figures, as JSON, from its stats
 # socket (--monitor --json): machine-readable, where the stats line is for
 # people. Empty if none came within 5 s.
