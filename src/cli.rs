@@ -57,7 +57,7 @@ pub struct Opts {
 
     /// Wakeup preemption granularity against long-running tasks, in microseconds
     ///
-    /// A task whose runs average at least --wakeup-gran-us (a CPU hog) is
+    /// A task whose runs average at least --hog-run-us (a CPU hog) is
     /// preempted for a waking task once it has run this long and is behind
     /// the wakee by this much, by the deferred-preemption timer if need be.
     /// Tasks with short runs keep --wakeup-gran-us. Measured from the start
@@ -73,6 +73,23 @@ pub struct Opts {
         value_parser = int_in(0, bpf_intf::fp_consts_FP_WAKEUP_GRAN_US_MAX as u64)
     )]
     pub hog_gran_us: u64,
+
+    /// Average run, in microseconds, from which a task is a CPU hog
+    ///
+    /// A task whose runs average this long or more is in the CPU hog
+    /// class: a wakeup preempts it at --hog-gran-us instead of
+    /// --wakeup-gran-us. With the hysteresis (the default) it leaves the
+    /// class only when they average under half of this. 1000 (the
+    /// default) is where the threshold stood when it was --wakeup-gran-us
+    /// itself (README, Benchmarks: the hog-run ablation).
+    #[arg(
+        long,
+        value_name = "US",
+        default_value_t = 1000,
+        allow_negative_numbers = true,
+        value_parser = int_in(1, bpf_intf::fp_consts_FP_WAKEUP_GRAN_US_MAX as u64)
+    )]
+    pub hog_run_us: u64,
 
     /// Run a sync wakeup's wakee on the waker's CPU
     ///
@@ -154,7 +171,7 @@ pub struct Opts {
     /// No hysteresis on the CPU hog class
     ///
     /// A wakeup preempts a CPU hog, a task whose runs average
-    /// --wakeup-gran-us or more, at --hog-gran-us. By default a hog leaves
+    /// --hog-run-us or more, at --hog-gran-us. By default a hog leaves
     /// the class only when its runs average under half of that, so a busy
     /// loop that a periodic sleeper preempts every millisecond stays in it
     /// (cyclictest's average latency against hogs about halves, README).
@@ -488,10 +505,11 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
+            self.hog_run_us,
             on_off(!self.no_deferred_preempt),
             on_off(self.sync_wake),
             on_off(self.sync_affine),
@@ -528,6 +546,7 @@ mod tests {
         assert!(d.contains("queued_wakeup=off"), "{d}");
         assert!(d.contains("compact_layout=on"), "{d}");
         assert!(d.contains("wakeup_gran_us=1000"), "{d}");
+        assert!(d.contains("hog_run_us=1000"), "{d}");
         assert!(d.contains("fast_yield=on"), "{d}");
         assert!(d.contains("sync_wake=off"), "{d}");
         assert!(d.contains("deferred_preempt=on"), "{d}");
@@ -567,6 +586,8 @@ mod tests {
         assert!(Opts::try_parse_from(["scx_fastpath", "--slice-us", "99"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--idle-resume-us", "-1"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--wakeup-gran-us", "100001"]).is_err());
+        assert!(Opts::try_parse_from(["scx_fastpath", "--hog-run-us", "0"]).is_err());
+        assert!(Opts::try_parse_from(["scx_fastpath", "--hog-run-us", "100001"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--stats", "-1"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--stats", "x"]).is_err());
         assert!(Opts::try_parse_from(["scx_fastpath", "--json"]).is_err());

@@ -40,6 +40,10 @@ pub const LIVE: &[(&str, Apply)] = &[
         o.hog_gran_us = flag("--hog-gran-us", v)?.hog_gran_us;
         Ok(())
     }),
+    ("hog-run-us", |o, v| {
+        o.hog_run_us = flag("--hog-run-us", v)?.hog_run_us;
+        Ok(())
+    }),
     ("deferred-preempt", |o, v| {
         switch(&mut o.no_deferred_preempt, v, false)
     }),

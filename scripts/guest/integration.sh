@@ -965,7 +965,8 @@ test_deferred_preempt() {
 # drop under --wakeup-gran-us; with the hysteresis (the default) it stays a
 # hog while they average more than half of that, and the preemptions of it
 # then move wake_hog_held. With --no-hog-hysteresis nothing holds it in the
-# class, and wake_hog_held cannot move.
+# class, and wake_hog_held cannot move; with --hog-run-us 100000 no task
+# enters it, and neither can wake_hog_gran.
 test_hog_hysteresis() {
 	local m ok=0
 	m=$(dmesg_mark)
@@ -973,6 +974,11 @@ test_hog_hysteresis() {
 	[ "$(counter_total wake_hog_held)" -gt 0 ] || { say "the hog was never held in its class"; ok=1; }
 	defer_case off "--no-hog-hysteresis" wake_hog_held wake_hog_gran wake_short_runner || return 1
 	[ "$(counter_total wake_hog_held)" -eq 0 ] || { say "wake_hog_held moved with --no-hog-hysteresis"; ok=1; }
+	# The class's threshold: with --hog-run-us far above any run here
+	# (slices are 5 ms) no task enters the class at all.
+	defer_case "hog-run 100 ms" "--hog-run-us 100000" wake_hog_held wake_hog_gran wake_short_runner || return 1
+	[ "$(say_counters wake_hog_held wake_hog_gran 2>/dev/null)" -eq 0 ] ||
+		{ say "a task entered the hog class with --hog-run-us 100000"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }

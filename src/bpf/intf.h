@@ -107,6 +107,7 @@ struct fp_tune {
 	u64 slice_ns;
 	u64 wakeup_gran_ns;
 	u64 hog_gran_ns;
+	u64 hog_run_ns;
 	u8 pinned_fastpath;
 	u8 cheap_wakeup;
 	u8 fast_yield;

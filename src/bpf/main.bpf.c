@@ -468,8 +468,8 @@ static s32 init_defer_timer(s32 cpu)
  * consumer (a pipe, a message queue) then switch once per message, where
  * letting the producer run on batches the messages.
  *
- * The granularity is --hog-gran-us if the running task's runs are long,
- * else --wakeup-gran-us. Both count from the start of its run, and a hog's
+ * The granularity is --hog-gran-us if the running task's runs are long
+ * (update_hog()), else --wakeup-gran-us. Both count from the start of its run, and a hog's
  * run starts when the last wakee blocked: with the long floor for hogs too,
  * a sleeper waking every millisecond against a hog could run only once per
  * floor plus its own run, so it woke later each period and cyclictest's
@@ -489,7 +489,7 @@ enum fp_preempt {
 
 /* The running task's hog classes, cctx->curr_long (hog_class()). */
 enum fp_long {
-	FP_LONG_RUNS = 1,	/* its runs average --wakeup-gran-us or more */
+	FP_LONG_RUNS = 1,	/* its runs average --hog-run-us or more */
 	FP_LONG_HELD = 2,	/* less, but held in the class by hog_hysteresis */
 };
 
@@ -1439,8 +1439,8 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
 
 /*
  * The CPU hog class, which wakeups preempt at --hog-gran-us: a task enters
- * it when its runs average --wakeup-gran-us or more, and with
- * hog_hysteresis leaves it only when they average under half that. A busy
+ * it when its runs average --hog-run-us or more, and with hog_hysteresis
+ * leaves it only when they average under half that. A busy
  * loop that a periodic sleeper preempts every millisecond has runs of
  * about a millisecond: on the single threshold it went in and out of the
  * class, and while out of it the sleeper waited for the end of its slice
@@ -1452,11 +1452,11 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
  */
 static __always_inline void update_hog(struct task_ctx *tctx)
 {
-	u64 gran = tune.wakeup_gran_ns;
+	u64 run = tune.hog_run_ns;
 
-	if (tctx->avg_run >= gran)
+	if (tctx->avg_run >= run)
 		tctx->hog = 1;
-	else if (!tune.hog_hysteresis || tctx->avg_run < gran / 2)
+	else if (!tune.hog_hysteresis || tctx->avg_run < run / 2)
 		tctx->hog = 0;
 }
 
@@ -1465,7 +1465,7 @@ static __always_inline u32 hog_class(struct task_ctx *tctx)
 {
 	if (!tctx || !tctx->hog)
 		return 0;
-	return tctx->avg_run >= tune.wakeup_gran_ns ? FP_LONG_RUNS : FP_LONG_HELD;
+	return tctx->avg_run >= tune.hog_run_ns ? FP_LONG_RUNS : FP_LONG_HELD;
 }
 
 /*
@@ -1651,8 +1651,8 @@ void BPF_STRUCT_OPS(fastpath_cgroup_move, struct task_struct *p,
 
 void BPF_STRUCT_OPS(fastpath_dump, struct scx_dump_ctx *dctx)
 {
-	scx_bpf_dump("fastpath: slice_ns=%llu wakeup_gran_ns=%llu",
-		     tune.slice_ns, tune.wakeup_gran_ns);
+	scx_bpf_dump("fastpath: slice_ns=%llu wakeup_gran_ns=%llu hog_run_ns=%llu",
+		     tune.slice_ns, tune.wakeup_gran_ns, tune.hog_run_ns);
 }
 
 void BPF_STRUCT_OPS(fastpath_dump_cpu, struct scx_dump_ctx *dctx, s32 cpu, bool idle)
