@@ -53,6 +53,7 @@ pub const LIVE: &[(&str, Apply)] = &[
     ("local-preempt", |o, v| {
         switch(&mut o.local_preempt, v, true)
     }),
+    ("wake-local", |o, v| switch(&mut o.no_wake_local, v, false)),
     ("hog-hysteresis", |o, v| {
         switch(&mut o.no_hog_hysteresis, v, false)
     }),

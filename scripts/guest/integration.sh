@@ -999,6 +999,34 @@ test_local_preempt() {
 	return $ok
 }
 
+# A pipe ping-pong on CPU 0 (stress-ng switch: a writer and a reader that
+# wake each other and block), so every wakee is next on its waker's CPU.
+# Its ops/s go to workload.log.
+switch_workload() {
+	taskset -c 0 stress-ng --temp-path "$WORK" --switch 1 --timeout 5s --metrics-brief 2>&1 |
+		awk '$4 == "switch" {print $(NF - 1)}' | head -n 1
+}
+
+# Wake local (the default): most of the ping-pong's wakees go to CPU 0's
+# local DSQ, more than ops.dispatch() moves from its DSQ (disp_cpu_dsq,
+# the move it saves); with --no-wake-local wake_local cannot move, and
+# the wakees go through the DSQ.
+test_wake_local() {
+	local m ok=0 wl moved
+	m=$(dmesg_mark)
+	run_under_sched switch_workload || return 1
+	wl=$(say_counters wake_local 2>/dev/null) moved=$(say_counters disp_cpu_dsq 2>/dev/null)
+	say "on : a ping-pong on CPU 0: $(cat "$WORK/workload.log") ops/s, wake_local=$wl disp_cpu_dsq=$moved"
+	[ "$wl" -gt "$moved" ] || { say "fewer wakees went local than through the DSQ"; ok=1; }
+	SCHED_ARGS=--no-wake-local run_under_sched switch_workload || return 1
+	wl=$(say_counters wake_local 2>/dev/null) moved=$(say_counters disp_cpu_dsq 2>/dev/null)
+	say "off: a ping-pong on CPU 0, --no-wake-local: $(cat "$WORK/workload.log") ops/s, wake_local=$wl disp_cpu_dsq=$moved"
+	[ "$wl" -eq 0 ] || { say "wake_local moved with --no-wake-local"; ok=1; }
+	[ "$moved" -gt 0 ] || { say "no wakee went through the DSQ with --no-wake-local"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # stress-ng futex: per instance a waker that spins on FUTEX_WAKE and a
 # waiter; 2 per CPU keep every CPU busy, so the waiter's wakeups find no
 # idle CPU. Its ops/s go to workload.log.
@@ -1412,7 +1440,7 @@ test_topology() {
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_away rcu_first rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local wake_away rcu_first rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do

@@ -119,6 +119,7 @@ struct fp_tune {
 	u8 rt_away;
 	u8 rt_rescue;
 	u8 local_preempt;
+	u8 wake_local;
 	u8 rcu_first;
 	u8 hog_hysteresis;
 };
@@ -135,6 +136,7 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_SYNC,	/* with --sync-wake: a sync wakeup went to the waker's CPU */
 	FP_STAT_WAKE_SYNC_MASKED,	/* a sync wakeup's idle pick ignored the waker's busy CPU (no --sync-affine) */
 	FP_STAT_ENQ_QUEUED,	/* a task was queued on its CPU's DSQ */
+	FP_STAT_WAKE_LOCAL,	/* a wakee of a waker that usually blocks went to their CPU's local DSQ, next there */
 	FP_STAT_WAKE_AWAY,	/* no CPU idle: a wakee went beside its waker, which keeps running, not behind it */
 	FP_STAT_WAKE_RT_AWAY,	/* no CPU idle: a wakee's CPU ran an RT or deadline task, so it went to one that runs ours */
 	FP_STAT_RT_RESCUED,	/* a CPU took a task queued on a CPU that an RT or deadline task holds, before its own */

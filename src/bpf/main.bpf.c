@@ -137,6 +137,8 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		same wakeup (same CPU, IRQs still off) reads.
  *   curr_keeps_running	ops.running() writes; select_cpu() on this CPU
  *		reads it about the waker (see wake_away_cpu()).
+ *   curr_blocked	ops.running() writes; the enqueue of a wakeup on this
+ *		CPU reads it about the waker (see wake_local_ok()).
  */
 struct fp_cpu {
 	/* line 0: shared, read remotely */
@@ -159,7 +161,8 @@ struct fp_cpu {
 	s32 redirect_pid;
 	s32 redirect_cpu;
 	u32 curr_keeps_running;
-	u8 __pad1[FP_CACHELINE - 44];
+	u32 curr_blocked;
+	u8 __pad1[FP_CACHELINE - 48];
 } __attribute__((aligned(FP_CACHELINE)));
 
 _Static_assert(sizeof(struct fp_cpu) == 2 * FP_CACHELINE,
@@ -168,7 +171,7 @@ _Static_assert(__builtin_offsetof(struct fp_cpu, kicked) < FP_CACHELINE,
 	       "remotely read fields must all sit on line 0");
 _Static_assert(__builtin_offsetof(struct fp_cpu, curr_sum_start) == FP_CACHELINE,
 	       "private fields must start line 1");
-_Static_assert(__builtin_offsetof(struct fp_cpu, curr_keeps_running) < 2 * FP_CACHELINE,
+_Static_assert(__builtin_offsetof(struct fp_cpu, curr_blocked) < 2 * FP_CACHELINE,
 	       "private fields must all sit on line 1");
 
 /*
@@ -937,11 +940,46 @@ static __always_inline u64 queue_on(struct task_struct *p, s32 cpu, u64 enq_flag
  * latency against hogs 0.89x (inside the noise, but the one row this
  * policy must not lose).
  */
+/*
+ * Wake local: a wakee that does not preempt, woken by a task with short
+ * runs (no CPU hog, no kernel thread) whose last run ended with it
+ * blocking, on the waker's own CPU, with nothing queued there, is next
+ * there anyway, once the waker blocks: a pipe or socket ping-pong. A
+ * waker whose last run ended runnable (a hackbench sender that writes
+ * until it is preempted) keeps running after the wakeup, and its wakee
+ * is left where an idle CPU can steal it. Queued on the CPU's DSQ
+ * it would cost an ops.dispatch() and a move from the DSQ when the waker
+ * blocks; in the local DSQ the core runs it with neither. What it gives
+ * up: no other CPU can steal it meanwhile, and a task queued after it with
+ * an earlier vtime waits for its run; both last as long as the waker's
+ * run, which is short. A CPU whose current task is not ours (idle, RT)
+ * reads curr_busy 0, and a kicked one is about to run someone else.
+ */
+static __always_inline bool wake_local_ok(s32 cpu)
+{
+	struct fp_cpu *cctx;
+
+	if (!tune.wake_local || cpu != bpf_get_smp_processor_id())
+		return false;
+	cctx = cpu_ctx(cpu);
+	if (!READ_ONCE(cctx->curr_busy) || READ_ONCE(cctx->curr_long) ||
+	    READ_ONCE(cctx->curr_kthread) || READ_ONCE(cctx->kicked) ||
+	    !cctx->curr_blocked)
+		return false;
+	return !__COMPAT_scx_bpf_dsq_peek(cpu) && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
+}
+
 static bool queue_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags, u64 now)
 {
 	u64 vtime = task_vtime(p, cpu), started = 0, delay = 0;
 	enum fp_preempt how = wakeup_preempts(cpu, vtime, now, &started, &delay);
 	struct task_struct *head;
+
+	if (how == FP_PREEMPT_NO && wake_local_ok(cpu)) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, enq_flags);
+		stat_inc(FP_STAT_WAKE_LOCAL);
+		return true;
+	}
 
 	if (how == FP_PREEMPT_NOW && tune.local_preempt) {
 		head = __COMPAT_scx_bpf_dsq_peek(cpu);
@@ -1510,6 +1548,7 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 
 	cctx->curr_sum_start = p->se.sum_exec_runtime;
 	cctx->curr_keeps_running = tctx && tctx->runs_kept >= FP_AWAY_RUNS;
+	cctx->curr_blocked = tctx && !tctx->runs_kept;
 	if (unlikely(FP_BRANCH(FP_BR_RUNNING_ADAPT, cctx->hold_expired_at)))
 		adapt_hold_window(cctx, bpf_ktime_get_ns());
 }
