@@ -472,17 +472,18 @@ static s32 init_defer_timer(s32 cpu)
  * letting the producer run on batches the messages.
  *
  * The granularity is --hog-gran-us if the running task's runs are long
- * (update_hog()), else --wakeup-gran-us. Both count from the start of its run, and a hog's
- * run starts when the last wakee blocked: with the long floor for hogs too,
- * a sleeper waking every millisecond against a hog could run only once per
- * floor plus its own run, so it woke later each period and cyclictest's
- * average latency read twice the default scheduler's. The default is no
- * floor at all for hogs: a floor is kept by the deferred-preemption timer,
- * and a timer fires late in a loaded guest, so a wakee waited far longer
- * than the floor (docs/ab, 2026-11-30-hog-gran-0.log). Tasks with short
- * runs keep the long floor: they usually block before it, and preempting
- * them sooner cost hackbench and stress-ng switch most of their throughput
- * (docs/ab, 2026-11-30-wakeup-gran.log).
+ * (update_hog()), else --wakeup-gran-us. Both count from the start of its
+ * run, and a hog's run starts when the last wakee blocked: with the long
+ * floor for hogs too, a sleeper waking every millisecond against a hog
+ * could run only once per floor plus its own run, so it woke later each
+ * period and cyclictest's average latency read twice the default
+ * scheduler's. The default is no floor at all for hogs: a floor is kept
+ * by the deferred-preemption timer, and a timer fires late in a loaded
+ * guest, so a wakee waited far longer than the floor (docs/ab,
+ * 2026-11-30-hog-gran-0.log). Tasks with short runs keep the long floor:
+ * they usually block before it, and preempting them sooner cost hackbench
+ * and stress-ng switch most of their throughput (docs/ab,
+ * 2026-11-30-wakeup-gran.log).
  */
 enum fp_preempt {
 	FP_PREEMPT_NO,		/* leave the running task alone */
@@ -927,33 +928,20 @@ static __always_inline u64 queue_on(struct task_struct *p, s32 cpu, u64 enq_flag
 }
 
 /*
- * Queue waking task @p on @cpu, whose idle search is done, and preempt the
- * task running there if it should. Cheap wakeups, the preempting wakee:
- * queued on the DSQ and kicked, it would cost an irq_work kick, an
- * ops.dispatch() and a move from the DSQ before it runs. With local_preempt
- * it goes straight to @cpu's local DSQ with SCX_ENQ_PREEMPT instead: the
- * core takes the running task's slice and reschedules at once, and
- * ops.dispatch() is not called, since the local DSQ has a task. Only when
- * nothing on the DSQ is ahead of @p in vtime, which would otherwise run
- * first. Returns true if it went there. Off by default: the 5-round
- * benchmark of d7de441 read 1.002x for it, and cyclictest's average
- * latency against hogs 0.89x (inside the noise, but the one row this
- * policy must not lose).
- */
-/*
  * Wake local: a wakee that does not preempt, woken by a task with short
  * runs (no CPU hog, no kernel thread) whose last run ended with it
  * blocking, on the waker's own CPU, with nothing queued there, is next
  * there anyway, once the waker blocks: a pipe or socket ping-pong. A
  * waker whose last run ended runnable (a hackbench sender that writes
  * until it is preempted) keeps running after the wakeup, and its wakee
- * is left where an idle CPU can steal it. Queued on the CPU's DSQ
- * it would cost an ops.dispatch() and a move from the DSQ when the waker
+ * is left where an idle CPU can steal it. Queued on the CPU's DSQ it
+ * would cost an ops.dispatch() and a move from the DSQ when the waker
  * blocks; in the local DSQ the core runs it with neither. What it gives
- * up: no other CPU can steal it meanwhile, and a task queued after it with
- * an earlier vtime waits for its run; both last as long as the waker's
- * run, which is short. A CPU whose current task is not ours (idle, RT)
- * reads curr_busy 0, and a kicked one is about to run someone else.
+ * up: no other CPU can steal it meanwhile, and a task queued after it
+ * with an earlier vtime waits for its run; both last as long as the
+ * waker's run, which is short. A CPU whose current task is not ours
+ * (idle, RT) reads curr_busy 0, and a kicked one is about to run someone
+ * else.
  */
 static __always_inline bool wake_local_ok(s32 cpu)
 {
@@ -969,6 +957,21 @@ static __always_inline bool wake_local_ok(s32 cpu)
 	return !__COMPAT_scx_bpf_dsq_peek(cpu) && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
 }
 
+/*
+ * Queue waking task @p on @cpu, whose idle search is done, and preempt the
+ * task running there if it should. Cheap wakeups, the preempting wakee:
+ * queued on the DSQ and kicked, it would cost an irq_work kick, an
+ * ops.dispatch() and a move from the DSQ before it runs. With local_preempt
+ * it goes straight to @cpu's local DSQ with SCX_ENQ_PREEMPT instead: the
+ * core takes the running task's slice and reschedules at once, and
+ * ops.dispatch() is not called, since the local DSQ has a task. Only when
+ * nothing on the DSQ is ahead of @p in vtime, which would otherwise run
+ * first. Off by default: the 5-round
+ * benchmark of d7de441 read 1.002x for it, and cyclictest's average
+ * latency against hogs 0.89x (inside the noise, but the one row this
+ * policy must not lose). Returns true if @p went to the local DSQ (wake
+ * local or local_preempt), false if it was queued on @cpu's DSQ.
+ */
 static bool queue_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags, u64 now)
 {
 	u64 vtime = task_vtime(p, cpu), started = 0, delay = 0;
@@ -1478,10 +1481,10 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
 /*
  * The CPU hog class, which wakeups preempt at --hog-gran-us: a task enters
  * it when its runs average --hog-run-us or more, and with hog_hysteresis
- * leaves it only when they average under half that. A busy
- * loop that a periodic sleeper preempts every millisecond has runs of
- * about a millisecond: on the single threshold it went in and out of the
- * class, and while out of it the sleeper waited for the end of its slice
+ * leaves it only when they average under half that. A busy loop that a
+ * periodic sleeper preempts every millisecond has runs of about a
+ * millisecond: on the single threshold it went in and out of the class,
+ * and while out of it the sleeper waited for the end of its slice
  * (wake_short_runner). It holds hackbench's tasks too where their runs
  * average about that long (a slow machine: docs/ab, 2026-12-02-hog-awake),
  * and each wakeup then preempts one of them; on a host where they average
