@@ -1027,6 +1027,39 @@ test_wake_local() {
 	return $ok
 }
 
+# stress-ng yield: tasks that call sched_yield() in a loop, more than the
+# CPUs, so no CPU is idle and each yield has a successor. Its ops/s go to
+# workload.log.
+yield_workload() {
+	stress-ng --temp-path "$WORK" --yield 1 --timeout 5s --metrics-brief 2>&1 |
+		awk '$4 == "yield" {print $(NF - 1)}' | head -n 1
+}
+
+# Yield local (the default): most yields leave the yielder on the local
+# DSQ, so its next turn needs no ops.dispatch() move from the CPU's DSQ:
+# disp_cpu_dsq stays under half of yield_given. With --no-yield-local
+# yield_local cannot move, and every yield's successor is moved from the
+# DSQ: disp_cpu_dsq at least half of yield_given.
+test_yield_local() {
+	local m ok=0 yl given moved
+	m=$(dmesg_mark)
+	run_under_sched yield_workload || return 1
+	yl=$(say_counters yield_local 2>/dev/null) given=$(say_counters yield_given 2>/dev/null)
+	moved=$(say_counters disp_cpu_dsq 2>/dev/null)
+	say "on : stress-ng yield: $(cat "$WORK/workload.log") ops/s, yield_given=$given yield_local=$yl disp_cpu_dsq=$moved"
+	[ "$yl" -gt 0 ] || { say "no yielder went local"; ok=1; }
+	[ $((2 * moved)) -lt "$given" ] || { say "most yields still went through the DSQ"; ok=1; }
+	SCHED_ARGS=--no-yield-local run_under_sched yield_workload || return 1
+	yl=$(say_counters yield_local 2>/dev/null) given=$(say_counters yield_given 2>/dev/null)
+	moved=$(say_counters disp_cpu_dsq 2>/dev/null)
+	say "off: stress-ng yield, --no-yield-local: $(cat "$WORK/workload.log") ops/s, yield_given=$given yield_local=$yl disp_cpu_dsq=$moved"
+	[ "$yl" -eq 0 ] || { say "yield_local moved with --no-yield-local"; ok=1; }
+	[ "$given" -gt 0 ] && [ $((2 * moved)) -ge "$given" ] ||
+		{ say "the yields did not go through the DSQ with --no-yield-local"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # stress-ng futex: per instance a waker that spins on FUTEX_WAKE and a
 # waiter; 2 per CPU keep every CPU busy, so the waiter's wakeups find no
 # idle CPU. Its ops/s go to workload.log.
@@ -1440,7 +1473,7 @@ test_topology() {
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local wake_away rcu_first rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local yield_local wake_away rcu_first rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do

@@ -120,6 +120,7 @@ struct fp_tune {
 	u8 rt_rescue;
 	u8 local_preempt;
 	u8 wake_local;
+	u8 yield_local;
 	u8 rcu_first;
 	u8 hog_hysteresis;
 };
@@ -178,6 +179,7 @@ enum fp_stat_idx {
 	/* ops.yield(). */
 	FP_STAT_YIELD_KEPT,	/* sched_yield() with nothing waiting: the task went on */
 	FP_STAT_YIELD_GIVEN,	/* sched_yield() gave the CPU to a waiting task */
+	FP_STAT_YIELD_LOCAL,	/* a yielder went to its CPU's local DSQ, next after its successor */
 
 	/* Weights and the starvation guard. */
 	FP_STAT_LAG_HEAD,	/* a blocking task's lag was measured from its CPU's DSQ head, ahead of the CPU's clock */
