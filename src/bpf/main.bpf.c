@@ -1126,16 +1126,15 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
  * a CPU that goes idle meanwhile cannot steal it; both last one run of
  * the successor. With an idle CPU about, it takes the DSQ as before.
  */
-static __always_inline bool yield_local_ok(struct task_struct *p, u64 enq_flags)
+static __always_inline bool yield_local_ok(struct task_struct *p, u64 enq_flags,
+					   s32 cpu, struct fp_cpu *here)
 {
-	s32 cpu = bpf_get_smp_processor_id();
-	struct fp_cpu *cctx = cpu_ctx(cpu);
 	const struct cpumask *idle;
 	bool none_idle;
 
-	if (likely(cctx->yield_pid != p->pid))
+	if (likely(here->yield_pid != p->pid))
 		return false;
-	cctx->yield_pid = 0;
+	here->yield_pid = 0;
 	if (!tune.yield_local || (enq_flags & SCX_ENQ_WAKEUP) ||
 	    scx_bpf_task_cpu(p) != cpu)
 		return false;
@@ -1149,19 +1148,20 @@ static __always_inline bool yield_local_ok(struct task_struct *p, u64 enq_flags)
 
 void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
 {
+	/* This CPU's context, read by both checks below (one helper call). */
+	s32 this_cpu = bpf_get_smp_processor_id();
+	struct fp_cpu *here = cpu_ctx(this_cpu);
 	u64 now = scx_bpf_now();
-	struct fp_cpu *here;
 	bool migdis;
 	s32 cpu;
 
-	if (yield_local_ok(p, enq_flags)) {
+	if (yield_local_ok(p, enq_flags, this_cpu, here)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, enq_flags);
 		stat_inc(FP_STAT_YIELD_LOCAL);
 		return;
 	}
 
 	if (idle_hold_ns) {
-		here = cpu_ctx(bpf_get_smp_processor_id());
 		if (FP_BRANCH(FP_BR_ENQ_REDIRECTED, here->redirect_pid == p->pid)) {
 			here->redirect_pid = 0;
 			if (enq_flags & SCX_ENQ_WAKEUP) {
