@@ -99,6 +99,37 @@ fn rust_strs(items: impl Iterator<Item = String>) -> String {
     items.map(|s| format!("    {s:?},\n")).collect()
 }
 
+const BPF_SRC: &str = "src/bpf/main.bpf.c";
+
+/// The hint each profiled branch carries in the BPF source: "likely",
+/// "unlikely" or "none", from what wraps its FP_BRANCH() site(s). A branch
+/// with no site, or with sites that disagree, is an error.
+fn source_hints(src: &str, branches: &[(String, String)]) -> Result<Vec<&'static str>, String> {
+    let mut hints = Vec::new();
+    for (name, _) in branches {
+        let site = format!("FP_BRANCH(FP_BR_{},", name.to_uppercase());
+        let mut hint = None;
+        for (at, _) in src.match_indices(&site) {
+            let before = &src[..at];
+            let this = if before.ends_with("unlikely(") {
+                "unlikely"
+            } else if before.ends_with("likely(") {
+                "likely"
+            } else {
+                "none"
+            };
+            if hint.is_some_and(|h| h != this) {
+                return Err(format!(
+                    "{BPF_SRC}: the sites of {name} carry different hints"
+                ));
+            }
+            hint = Some(this);
+        }
+        hints.push(hint.ok_or_else(|| format!("{BPF_SRC}: no FP_BRANCH() site for {name}"))?);
+    }
+    Ok(hints)
+}
+
 fn gen_names() -> Result<(), Box<dyn Error>> {
     println!("cargo:rerun-if-changed={INTF}");
     let header = std::fs::read_to_string(INTF)?;
@@ -119,6 +150,13 @@ fn gen_names() -> Result<(), Box<dyn Error>> {
         out,
         "/// Profiled branch names, in enum fp_branch_idx order.\n#[cfg_attr(not(feature = \"branch-profile\"), allow(dead_code))]\npub const BRANCH_NAMES: [&str; NR_BRANCHES] = [\n{}];",
         rust_strs(branches.iter().map(|(n, _)| n.clone()))
+    )?;
+    println!("cargo:rerun-if-changed={BPF_SRC}");
+    let hints = source_hints(&std::fs::read_to_string(BPF_SRC)?, &branches)?;
+    writeln!(
+        out,
+        "/// The hint each profiled branch carries in {BPF_SRC}.\n#[cfg_attr(not(feature = \"branch-profile\"), allow(dead_code))]\npub const BRANCH_HINTS: [&str; NR_BRANCHES] = [\n{}];",
+        rust_strs(hints.iter().map(|h| h.to_string()))
     )?;
     let dir = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(dir.join("names.rs"), out)?;

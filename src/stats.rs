@@ -20,7 +20,8 @@ pub const NR_STATS: usize = bpf_intf::fp_stat_idx_FP_NR_STATS as usize;
 pub const NR_BRANCHES: usize = bpf_intf::fp_branch_idx_FP_NR_BRANCHES as usize;
 
 // STAT_NAMES, STAT_DESCS and BRANCH_NAMES, made by build.rs from the enums
-// in src/bpf/intf.h: adding a counter there is all it takes.
+// in src/bpf/intf.h: adding a counter there is all it takes. BRANCH_HINTS,
+// from the FP_BRANCH() sites in src/bpf/main.bpf.c.
 include!(concat!(env!("OUT_DIR"), "/names.rs"));
 
 #[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
@@ -29,11 +30,15 @@ pub type BranchCounts = [[u64; 2]; NR_BRANCHES];
 
 #[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
 /// A table of branch frequencies, one row per branch, with the hint the
-/// counts justify: a branch that goes one way at least 95% of the time.
+/// counts justify (a branch that goes one way at least 95% of the time)
+/// beside the one the BPF source carries (BRANCH_HINTS), and a closing
+/// line naming every branch where the two differ.
 pub fn format_branch_table(counts: &BranchCounts) -> String {
-    let mut out =
-        String::from("| branch | true | false | true % | hint |\n|---|---:|---:|---:|---|\n");
-    for (name, c) in BRANCH_NAMES.iter().zip(counts.iter()) {
+    let mut out = String::from(
+        "| branch | true | false | true % | counts justify | in source |\n|---|---:|---:|---:|---|---|\n",
+    );
+    let mut differ = Vec::new();
+    for ((name, c), src) in BRANCH_NAMES.iter().zip(counts.iter()).zip(BRANCH_HINTS) {
         let total = c[0] + c[1];
         let (pct, hint) = if total == 0 {
             ("-".to_string(), "none (never reached)")
@@ -48,7 +53,24 @@ pub fn format_branch_table(counts: &BranchCounts) -> String {
             };
             (format!("{p:.1}"), hint)
         };
-        let _ = writeln!(out, "| {name} | {} | {} | {pct} | {hint} |", c[1], c[0]);
+        // A never-reached branch justifies no hint, and needs none.
+        if !hint.starts_with(src) {
+            differ.push(format!("{name} (counts: {hint}, source: {src})"));
+        }
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {pct} | {hint} | {src} |",
+            c[1], c[0]
+        );
+    }
+    if differ.is_empty() {
+        out.push_str("\nThe source's hints agree with these counts on every branch.\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "\nThe source's hints and these counts differ on: {}.",
+            differ.join(", ")
+        );
     }
     out
 }
@@ -504,23 +526,28 @@ mod tests {
         c[1] = [50, 50]; // none
         c[2] = [96, 4]; // true 4%: unlikely
         let t = format_branch_table(&c);
+        let row = |name: &str, rest: &str| {
+            let i = BRANCH_NAMES.iter().position(|n| *n == name).expect(name);
+            format!("| {name} | {rest} | {} |", BRANCH_HINTS[i])
+        };
+        for (name, rest) in [
+            ("select_holder", "99 | 1 | 99.0 | likely"),
+            ("select_prev_idle", "50 | 50 | 50.0 | none"),
+            ("select_idle_found", "4 | 96 | 4.0 | unlikely"),
+            ("enq_redirected", "0 | 0 | - | none (never reached)"),
+        ] {
+            let want = row(name, rest);
+            assert!(t.contains(&want), "{want} not in\n{t}");
+        }
+        // None of these four carries a hint in the source, so the first
+        // and third differ, and a never-reached branch does not.
         assert!(
-            t.contains("| select_holder | 99 | 1 | 99.0 | likely |"),
+            t.contains("select_holder (counts: likely, source: none)"),
             "{t}"
         );
-        assert!(
-            t.contains("| select_prev_idle | 50 | 50 | 50.0 | none |"),
-            "{t}"
-        );
-        assert!(
-            t.contains("| select_idle_found | 4 | 96 | 4.0 | unlikely |"),
-            "{t}"
-        );
-        assert!(
-            t.contains("| enq_redirected | 0 | 0 | - | none (never reached) |"),
-            "{t}"
-        );
+        assert!(!t.contains("enq_redirected (counts"), "{t}");
         assert_eq!(BRANCH_NAMES.len(), NR_BRANCHES);
+        assert_eq!(BRANCH_HINTS.len(), NR_BRANCHES);
     }
 
     #[test]

@@ -204,7 +204,9 @@ struct fp_cpu_stats {
  * Data-dependent branches on the hot paths, counted per CPU in builds with
  * the branch-profile feature (FP_BRANCH() in main.bpf.c), so that
  * likely()/unlikely() go only where the counts justify them. build.rs makes
- * the loader's names from this enum, as for the counters.
+ * the loader's names from this enum, as for the counters, and reads which
+ * hint, if any, each FP_BRANCH() site in main.bpf.c carries, so the table
+ * compares the counts with the source.
  */
 enum fp_branch_idx {
 	FP_BR_SELECT_HOLDER,	/* select_cpu: prev is holding, redirect */
@@ -222,6 +224,8 @@ enum fp_branch_idx {
 	FP_BR_RUNNING_KICKED,	/* running: a preemption kick was pending */
 	FP_BR_RUNNING_ADAPT,	/* running: last hold expired, adapt window */
 	FP_BR_QUEUE_SLICE_FULL,	/* queue_slice: few tasks wait, whole slice */
+	FP_BR_ENQ_NOT_YIELDER,	/* enqueue: not the task that just yielded here */
+	FP_BR_WEIGHT_CGROUP_NEW,	/* task_weight: a cgroup weight changed since */
 	FP_NR_BRANCHES,
 };
 

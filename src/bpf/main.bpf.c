@@ -323,7 +323,7 @@ static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 {
 	u64 w;
 
-	if (unlikely(tctx->cg_gen != READ_ONCE(cgroup_gen))) {
+	if (unlikely(FP_BRANCH(FP_BR_WEIGHT_CGROUP_NEW, tctx->cg_gen != READ_ONCE(cgroup_gen)))) {
 		tctx->cg_gen = READ_ONCE(cgroup_gen);
 		tctx->cg_weight = cgroup_weight_of(tctx->cgid);
 	}
@@ -1132,7 +1132,7 @@ static __always_inline bool yield_local_ok(struct task_struct *p, u64 enq_flags,
 	const struct cpumask *idle;
 	bool none_idle;
 
-	if (likely(here->yield_pid != p->pid))
+	if (likely(FP_BRANCH(FP_BR_ENQ_NOT_YIELDER, here->yield_pid != p->pid)))
 		return false;
 	here->yield_pid = 0;
 	if (!tune.yield_local || (enq_flags & SCX_ENQ_WAKEUP) ||
