@@ -525,8 +525,8 @@ static enum fp_preempt wakeup_preempts(s32 cpu, u64 vtime, u64 now, u64 *started
 	 * or a kick is already on its way there.
 	 */
 	if (tune.cheap_wakeup &&
-	    FP_BRANCH(FP_BR_PREEMPT_NO_KICK,
-		      !READ_ONCE(cctx->curr_busy) || READ_ONCE(cctx->kicked))) {
+	    unlikely(FP_BRANCH(FP_BR_PREEMPT_NO_KICK,
+			       !READ_ONCE(cctx->curr_busy) || READ_ONCE(cctx->kicked)))) {
 		stat_inc(FP_STAT_WAKE_NO_KICK);
 		return FP_PREEMPT_NO;
 	}
@@ -816,7 +816,7 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		stat_inc(FP_STAT_WAKE_SYNC_MASKED);
 	}
 	cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, p->cpus_ptr, 0);
-	if (FP_BRANCH(FP_BR_SELECT_IDLE_FOUND, cpu >= 0)) {
+	if (unlikely(FP_BRANCH(FP_BR_SELECT_IDLE_FOUND, cpu >= 0))) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, 0);
 		stat_inc(FP_STAT_DIRECT_LOCAL);
 		return cpu;
@@ -1132,7 +1132,7 @@ static __always_inline bool yield_local_ok(struct task_struct *p, u64 enq_flags,
 	const struct cpumask *idle;
 	bool none_idle;
 
-	if (likely(FP_BRANCH(FP_BR_ENQ_NOT_YIELDER, here->yield_pid != p->pid)))
+	if (FP_BRANCH(FP_BR_ENQ_NOT_YIELDER, here->yield_pid != p->pid))
 		return false;
 	here->yield_pid = 0;
 	if (!tune.yield_local || (enq_flags & SCX_ENQ_WAKEUP) ||
@@ -1474,7 +1474,7 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 			stat_inc(FP_STAT_KEEP_FAIR);
 			return;
 		}
-		if (FP_BRANCH(FP_BR_DISPATCH_CONSUMED, scx_bpf_dsq_move_to_local(cpu, 0))) {
+		if (likely(FP_BRANCH(FP_BR_DISPATCH_CONSUMED, scx_bpf_dsq_move_to_local(cpu, 0)))) {
 			stat_inc(FP_STAT_DISP_CPU_DSQ);
 			return;
 		}
@@ -1483,7 +1483,7 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 
 	/* Nothing else wants this CPU: let prev run another slice. */
-	if (FP_BRANCH(FP_BR_DISPATCH_KEEP_PREV, prev_runnable)) {
+	if (unlikely(FP_BRANCH(FP_BR_DISPATCH_KEEP_PREV, prev_runnable))) {
 		scx_bpf_task_set_slice(prev, tune.slice_ns);
 		cctx->yield_pid = 0;
 		stat_inc(FP_STAT_KEEP_PREV);
@@ -1594,7 +1594,7 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	WRITE_ONCE(cctx->curr_busy, 1);
 	WRITE_ONCE(cctx->curr_kthread, !!(p->flags & PF_KTHREAD));
 	WRITE_ONCE(cctx->curr_long, hog_class(tctx));
-	if (FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked)))
+	if (unlikely(FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked))))
 		WRITE_ONCE(cctx->kicked, 0);
 
 	cctx->curr_sum_start = p->se.sum_exec_runtime;
