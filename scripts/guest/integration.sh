@@ -724,6 +724,67 @@ test_dump() {
 	return $ok
 }
 
+# scxtop itself (sched-ext/scx's tool, not built here: SCXTOP names its
+# binary; out of the default tests for that reason) against a running
+# instance under a load. From scx 1.1.1 on, scxtop's scheduler view ('s')
+# shows DSQ latencies that it traces itself, and a scheduler's scx_stats
+# reply reaches only its MCP resource stats://scheduler/raw: the test reads
+# that resource through `scxtop mcp` and fails unless it carries
+# scx_fastpath's counters, moving, and their metadata. It then shows the
+# scheduler view in a 120x40 tmux pane, and fails if the pane does not
+# name the scheduler.
+test_scxtop() {
+	local m ok=0 pane=$WORK/scxtop-pane.txt bin=${SCXTOP:-} load raw n meta i
+	m=$(dmesg_mark)
+	[ -n "$bin" ] || bin=$(command -v scxtop) || { say "no scxtop: set SCXTOP to its binary"; return 1; }
+	start_sched || return 1
+	stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 60s --quiet &
+	load=$!
+	sleep 3
+	# --daemon: in one-shot mode scxtop answers initialize and exits.
+	raw=$(printf '%s\n' \
+		'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"fp-test","version":"0"}}}' \
+		'{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"stats://scheduler/raw"}}' |
+		timeout 60 "$bin" mcp --daemon 2>"$WORK/scxtop-mcp.err" |
+		jq -r 'select(.id == 2) | .result.contents[0].text // empty')
+	n=$(jq -r '.stats.counters.enq_queued // empty' <<<"$raw" 2>/dev/null)
+	meta=$(jq -r '.stats_meta | tostring' <<<"$raw" 2>/dev/null | grep -o 'enq_queued' | head -n 1)
+	say "scxtop $("$bin" --version 2>/dev/null | head -n 1): stats://scheduler/raw: $(wc -c <<<"$raw") bytes, enq_queued=${n:-none}, stats_meta ${meta:+names enq_queued}"
+	jq -c '.stats.counters | with_entries(select(.value > 0))' <<<"$raw" 2>/dev/null |
+		fold -w 110 | sed 's/^/    | /'
+	[ "${n:-0}" -gt 0 ] || {
+		say "scx_fastpath's counters not in scxtop's stats://scheduler/raw"
+		tail -n 5 "$WORK/scxtop-mcp.err" | sed 's/^/    | /'
+		ok=1
+	}
+	[ -n "$meta" ] || { say "no counter metadata in stats://scheduler/raw"; ok=1; }
+
+	pgrep -x scxtop >/dev/null && { say "an scxtop is still running: $(pgrep -ax scxtop | xargs)"; pkill -x scxtop; sleep 1; }
+	# The TUI draws on stderr. It may take seconds to come up under TCG,
+	# and a key pressed before that is lost, so 's' is sent every 5 s.
+	tmux new-session -d -s fp_scxtop -x 120 -y 40 \
+		"$bin; echo scxtop exit status \$?; sleep 30" ||
+		{ say "tmux new-session failed"; ok=1; }
+	for i in $(seq 40); do
+		sleep 1
+		[ $((i % 5)) -eq 0 ] && tmux send-keys -t fp_scxtop s
+		tmux capture-pane -p -t fp_scxtop >"$pane"
+		grep -q 'fastpath.*DSQ Latency' "$pane" && break
+	done
+	say "scheduler view ('s') after $i s, the pane (120x40):"
+	sed 's/^/    | /' "$pane"
+	grep -q 'fastpath.*DSQ Latency' "$pane" ||
+		{ say "the scheduler view does not name scx_fastpath"; ok=1; }
+	tmux send-keys -t fp_scxtop q
+	sleep 2
+	tmux kill-session -t fp_scxtop 2>/dev/null
+	kill "$load" 2>/dev/null
+	wait "$load" 2>/dev/null
+	stop_sched || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # The dashboard, --monitor 1 --tui, in a 100x30 tmux pane: before a
 # scheduler starts it says it waits; then it shows a row per CPU, non-zero
 # rates and the tunables; q ends it with status 0 and the pane closes.
