@@ -474,6 +474,7 @@ WEIGHT_CASES=(
 	"nice -20 vs nice 0|nice -n -20|nice -n 0"
 	"nice 0 vs nice 5|nice -n 0|nice -n 5"
 	"cgroup cpu.weight 100 vs 300|in_cgroup fp_w100|in_cgroup fp_w300"
+	"cgroup 300 > child 100 vs cgroup 100|in_cgroup fp_w300/fp_child|in_cgroup fp_w100"
 )
 
 # Measure every case under whatever scheduler runs now; fills shares[].
@@ -495,6 +496,11 @@ test_weights() {
 	mkdir -p "$CG/fp_w100" "$CG/fp_w300"
 	echo 100 >"$CG/fp_w100/cpu.weight"
 	echo 300 >"$CG/fp_w300/cpu.weight"
+	# A child at the default weight under fp_w300: the kernel gives its
+	# task fp_w300's share against fp_w100's, so a scheduler that reads
+	# only a task's own cgroup's weight (100) splits that pair evenly.
+	echo +cpu >"$CG/fp_w300/cgroup.subtree_control" || return 1
+	mkdir -p "$CG/fp_w300/fp_child"
 
 	[ "$(state)" = disabled ] || { say "state $(state), want disabled for the default's run"; return 1; }
 	measure_weights
@@ -518,7 +524,7 @@ test_weights() {
 			ok=1
 		fi
 	done
-	rmdir "$CG/fp_w100" "$CG/fp_w300" 2>/dev/null
+	rmdir "$CG/fp_w300/fp_child" "$CG/fp_w100" "$CG/fp_w300" 2>/dev/null
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }

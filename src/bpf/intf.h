@@ -94,6 +94,14 @@ enum fp_consts {
 
 	/* The cgroup weight of a cgroup without cpu.weight (the default). */
 	FP_CGROUP_WEIGHT_DFL	= 100,
+	/*
+	 * A cgroup's path weight is the product of the cpu.weight / 100 of
+	 * at most this many cgroups up from it, capped at the second (a
+	 * thousand times the default: a task's weight times it stays far
+	 * from overflowing).
+	 */
+	FP_CGROUP_DEPTH_MAX	= 32,
+	FP_CGROUP_PATH_WEIGHT_MAX = 100000,
 };
 
 /*

@@ -6,8 +6,8 @@
  * ------
  * Weighted virtual-time fairness. Every task carries a vtime (task_ctx) that
  * advances by the CPU time it used times 100 / its weight, where the weight
- * is the task's (its nice level) scaled by its cgroup's cpu.weight. Runnable
- * tasks wait on per-CPU DSQs ordered by vtime:
+ * is the task's (its nice level) scaled by the cpu.weight of each cgroup on
+ * its path. Runnable tasks wait on per-CPU DSQs ordered by vtime:
  *
  *  - a waking task that finds an idle CPU (the kernel's built-in idle
  *    tracking) is inserted straight into that CPU's local DSQ;
@@ -254,7 +254,7 @@ static s32 pinned_cpu(struct task_struct *p, bool *migdis)
 }
 
 /* ------------------------------------------------------------------------
- * Weights: the task's, scaled by its cgroup's cpu.weight.
+ * Weights: the task's, scaled by its cgroup path's cpu.weight.
  * ------------------------------------------------------------------------ */
 
 /* Per-task state. */
@@ -264,7 +264,7 @@ struct task_ctx {
 	s32 cpu;	/* the CPU whose virtual clock @vtime is measured on */
 	u32 asleep;	/* blocked since it last ran: place it on wakeup */
 	u64 cgid;	/* its cgroup's id (cgroup v2 kernfs id) */
-	u32 cg_weight;	/* that cgroup's cpu.weight, cached */
+	u32 cg_weight;	/* its cgroup path's weight, cached */
 	u32 cg_gen;	/* cgroup_gen when cg_weight was read */
 	u64 avg_run;	/* CPU time per run (running to stopping), averaged */
 	u32 runs_kept;	/* runs in a row that ended with it still runnable */
@@ -284,26 +284,54 @@ static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
 }
 
 /*
- * cpu.weight of every cgroup the kernel told us about (ops.cgroup_init and
- * ops.cgroup_set_weight), by cgroup id. Tasks cache their cgroup's weight;
- * cgroup_gen moves whenever a weight changes, and a task whose cache is
- * older looks it up again the next time it stops running. So the hot path
- * pays one compare, and a hash lookup only after a change.
+ * Every cgroup the kernel told us about (ops.cgroup_init), by cgroup id: its
+ * cpu.weight (ops.cgroup_set_weight keeps it current) and its parent's id.
+ * Tasks cache the weight of their cgroup's path; cgroup_gen moves whenever a
+ * weight changes, and a task whose cache is older computes it again the
+ * next time it stops running. So the hot path pays one compare, and a walk
+ * up the tree only after a change.
  */
+struct fp_cgroup {
+	u64 parent;	/* the parent's id; 0 for the root */
+	u32 weight;	/* cpu.weight, 1-10000, 100 by default */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
 	__type(key, u64);
-	__type(value, u32);
+	__type(value, struct fp_cgroup);
 } cgroup_weights SEC(".maps");
 
 u32 cgroup_gen;
 
+/*
+ * The cgroup's weight relative to the root's children, in hundredths: the
+ * product of cpu.weight / 100 along its path, as the kernel's hierarchy
+ * would give a task in it, with its siblings and each ancestor's siblings,
+ * at its own level. What it does not model: a cgroup's share split among
+ * its tasks (each task is weighted, not each cgroup). A cgroup missing from
+ * the map (the map was full) ends the path there.
+ */
 static u32 cgroup_weight_of(u64 cgid)
 {
-	u32 *w = bpf_map_lookup_elem(&cgroup_weights, &cgid);
+	struct fp_cgroup *cg;
+	u64 w = FP_CGROUP_WEIGHT_DFL;
+	u32 i;
 
-	return w ? *w : FP_CGROUP_WEIGHT_DFL;
+	bpf_for(i, 0, FP_CGROUP_DEPTH_MAX) {
+		cg = bpf_map_lookup_elem(&cgroup_weights, &cgid);
+		if (!cg)
+			break;
+		w = w * cg->weight / FP_CGROUP_WEIGHT_DFL;
+		if (w > FP_CGROUP_PATH_WEIGHT_MAX)
+			w = FP_CGROUP_PATH_WEIGHT_MAX;
+		cgid = cg->parent;
+		if (!cgid)
+			break;
+	}
+	return w ?: 1;
 }
 
 static void task_set_cgroup(struct task_ctx *tctx, struct cgroup *cgrp)
@@ -315,9 +343,7 @@ static void task_set_cgroup(struct task_ctx *tctx, struct cgroup *cgrp)
 
 /*
  * The weight vtime is scaled by: the task's own (from its nice level, 100
- * for nice 0) times its cgroup's cpu.weight / 100. Only the task's own
- * cgroup counts, not its ancestors': a flat approximation of the kernel's
- * hierarchy, which is exact for sibling cgroups under the root.
+ * for nice 0) times its cgroup path's weight / 100 (cgroup_weight_of()).
  */
 static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 {
@@ -1699,17 +1725,39 @@ void BPF_STRUCT_OPS(fastpath_enable, struct task_struct *p)
 static void set_cgroup_weight(struct cgroup *cgrp, u32 weight)
 {
 	u64 cgid = cgrp->kn->id;
+	struct fp_cgroup *cg = bpf_map_lookup_elem(&cgroup_weights, &cgid);
 
-	bpf_map_update_elem(&cgroup_weights, &cgid, &weight, BPF_ANY);
+	if (!cg)
+		return;
+	cg->weight = weight;
 	__sync_fetch_and_add(&cgroup_gen, 1);
 	stat_inc(FP_STAT_CGROUP_WEIGHT);
 }
 
+/*
+ * Every cgroup goes into the map, whatever its weight, so that a path can
+ * be walked to the root; the kernel calls this for a parent before its
+ * children.
+ */
 s32 BPF_STRUCT_OPS(fastpath_cgroup_init, struct cgroup *cgrp,
 		   struct scx_cgroup_init_args *args)
 {
-	if (args->weight != FP_CGROUP_WEIGHT_DFL)
-		set_cgroup_weight(cgrp, args->weight);
+	struct fp_cgroup cg = { .weight = args->weight };
+	struct cgroup *parent;
+	u64 cgid = cgrp->kn->id;
+
+	if (cgrp->level > 0) {
+		parent = bpf_cgroup_ancestor(cgrp, cgrp->level - 1);
+		if (parent) {
+			cg.parent = parent->kn->id;
+			bpf_cgroup_release(parent);
+		}
+	}
+	bpf_map_update_elem(&cgroup_weights, &cgid, &cg, BPF_ANY);
+	if (args->weight != FP_CGROUP_WEIGHT_DFL) {
+		__sync_fetch_and_add(&cgroup_gen, 1);
+		stat_inc(FP_STAT_CGROUP_WEIGHT);
+	}
 	return 0;
 }
 
