@@ -189,6 +189,16 @@ pub struct Opts {
     #[arg(long)]
     pub no_yield_local: bool,
 
+    /// Steals ignore which CPUs share a last-level cache
+    ///
+    /// By default, on a machine with several LLCs, a CPU with nothing
+    /// queued takes a task queued in another LLC only when none in its own
+    /// may run there, or the far one is further behind by more than a
+    /// wakeup's sleeper credit and a slice. With this flag it takes
+    /// whichever is furthest behind. No effect on a machine with one LLC.
+    #[arg(long)]
+    pub no_llc_steal: bool,
+
     /// No hysteresis on the CPU hog class
     ///
     /// A wakeup preempts a CPU hog, a task whose runs average
@@ -526,7 +536,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} wake_local={} yield_local={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} wake_local={} yield_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -540,6 +550,7 @@ impl Opts {
             on_off(self.local_preempt),
             on_off(!self.no_wake_local),
             on_off(!self.no_yield_local),
+            on_off(!self.no_llc_steal),
             on_off(!self.no_hog_hysteresis),
             on_off(!self.no_wake_away),
             on_off(!self.no_rt_away),
@@ -577,6 +588,7 @@ mod tests {
         assert!(d.contains("rt_rescue=off"), "{d}");
         assert!(d.contains("wake_local=on"), "{d}");
         assert!(d.contains("yield_local=on"), "{d}");
+        assert!(d.contains("llc_steal=on"), "{d}");
     }
 
     #[test]

@@ -57,6 +57,7 @@ pub const LIVE: &[(&str, Apply)] = &[
     ("yield-local", |o, v| {
         switch(&mut o.no_yield_local, v, false)
     }),
+    ("llc-steal", |o, v| switch(&mut o.no_llc_steal, v, false)),
     ("hog-hysteresis", |o, v| {
         switch(&mut o.no_hog_hysteresis, v, false)
     }),

@@ -88,9 +88,29 @@ fn tune_of(opts: &Opts) -> FpTune {
         wake_local: u8::from(!opts.no_wake_local),
         yield_local: u8::from(!opts.no_yield_local),
         hog_hysteresis: u8::from(!opts.no_hog_hysteresis),
+        llc_steal: u8::from(!opts.no_llc_steal),
         // The struct's tail padding, where the skeleton names one.
         ..Default::default()
     }
+}
+
+/// Each possible CPU's last-level cache, numbered from 0 in the order the
+/// machine's topology lists the CPUs, and how many LLCs the online CPUs
+/// have. A CPU that is offline now shares an LLC with no other (the loader
+/// restarts when one comes online, and reads the topology again).
+fn cpu_llcs(nr_cpus: usize) -> Result<(Vec<u32>, usize)> {
+    let topo = scx_utils::Topology::new().context("failed to read the CPU topology")?;
+    let mut ids = std::collections::BTreeMap::new();
+    let llcs = (0..nr_cpus)
+        .map(|cpu| match topo.all_cpus.get(&cpu) {
+            Some(c) => {
+                let next = ids.len() as u32;
+                *ids.entry(c.llc_id).or_insert(next)
+            }
+            None => u32::MAX - cpu as u32,
+        })
+        .collect();
+    Ok((llcs, ids.len()))
 }
 
 /// A warning for each experimental setting in force, at start and when `set`
@@ -148,6 +168,9 @@ impl<'obj> Scheduler<'obj> {
             .context("BPF skeleton has no .rodata")?;
         rodata.idle_hold_ns = opts.idle_hold_us * 1000;
         rodata.compact_layout = !opts.no_compact_layout;
+        let (llcs, nr_llcs) = cpu_llcs(nr_cpus)?;
+        rodata.cpu_llc[..nr_cpus].copy_from_slice(&llcs);
+        rodata.multi_llc = nr_llcs > 1;
         let tune = skel
             .maps
             .data_tune_data
@@ -176,9 +199,10 @@ impl<'obj> Scheduler<'obj> {
         };
 
         info!(
-            "scx_fastpath {} attached ({} CPUs): {}",
+            "scx_fastpath {} attached ({} CPUs, {} LLCs): {}",
             env!("FP_VERSION"),
             nr_cpus,
+            nr_llcs,
             std::env::args().collect::<Vec<_>>().join(" ")
         );
         if opts.stats > 0.0 && !opts.json {

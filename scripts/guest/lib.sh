@@ -124,6 +124,16 @@ say_counters() {
 	echo "$sum"
 }
 
+# Last-level caches in this guest, by sysfs: distinct sets of CPUs that
+# share an L3 (an L2 where there is none), 1 where the guest shows no cache.
+nr_llcs() {
+	local f n
+	n=$(for f in /sys/devices/system/cpu/cpu[0-9]*/cache; do
+		cat "$f/index3/shared_cpu_list" 2>/dev/null || cat "$f/index2/shared_cpu_list" 2>/dev/null
+	done | sort -u | wc -l)
+	echo $((n > 0 ? n : 1))
+}
+
 # Kernel log lines that mean sched_ext or the kernel is unhappy, since mark $1.
 # virtme-ng's guest init writes its own messages to the kernel log, tagged
 # "virtme-ng-init: ", and on a minimal root it warns about userspace it

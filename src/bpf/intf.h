@@ -56,6 +56,14 @@ enum fp_consts {
 	 */
 	FP_LAG_SLICES		= 2,
 	FP_KTHREAD_LAG_SLICES	= 4,
+	/*
+	 * LLC-first steals: a task queued in another LLC is taken over one
+	 * in the stealing CPU's own only when it is further behind by more
+	 * than this many slices: more than any sleeper credit explains, by a
+	 * slice. With a one-slice margin a third of the near-or-far choices
+	 * in the topology test still crossed LLCs, most of them on credit.
+	 */
+	FP_STEAL_FAR_SLICES	= FP_LAG_SLICES + 1,
 
 	/*
 	 * Starvation guard: every FP_GUARD_MS each CPU looks through its DSQ
@@ -131,6 +139,7 @@ struct fp_tune {
 	u8 yield_local;
 	u8 rcu_first;
 	u8 hog_hysteresis;
+	u8 llc_steal;
 };
 
 /*
@@ -169,6 +178,8 @@ enum fp_stat_idx {
 	/* What ops.dispatch() found. */
 	FP_STAT_DISP_CPU_DSQ,	/* the CPU took the head of its own DSQ */
 	FP_STAT_DISP_STOLEN,	/* the CPU took the head of another CPU's DSQ */
+	FP_STAT_DISP_STOLEN_FAR,	/* ... of a CPU in another LLC (machines with several LLCs) */
+	FP_STAT_STEAL_NEAR_KEPT,	/* with llc_steal: a steal took a head in its own LLC over another LLC's further behind, but by at most FP_STEAL_FAR_SLICES (machines with several LLCs) */
 	FP_STAT_KEEP_PREV,	/* nothing else waited: the running task got another slice */
 	FP_STAT_KEEP_FAIR,	/* the running task is still behind the DSQ head in vtime: it went on */
 

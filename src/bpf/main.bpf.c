@@ -17,7 +17,8 @@
  * ops.dispatch() lets the running task go on while it is still behind the
  * head of its CPU's DSQ in vtime (that is what makes weights hold between
  * tasks that never sleep), else takes that head; a CPU with nothing queued
- * takes the lowest-vtime head it may run from the other CPUs' DSQs.
+ * takes the lowest-vtime head it may run from the other CPUs' DSQs, in its
+ * own last-level cache first.
  *
  * Responsiveness: a waking task comes back with the lag it had when it
  * blocked, bounded to a few slices, so a sleeper comes back ahead of CPU
@@ -77,6 +78,15 @@ struct fp_tune tune SEC(".data.tune");
  * mask can have holes (0-3,8-11), so it is not the number of CPUs.
  */
 u32 nr_cpu_ids = 1;
+
+/*
+ * The last-level cache of each CPU: CPUs with the same id share one. The
+ * loader fills it from the machine's topology before load, and sets
+ * multi_llc only where there is more than one LLC, so that on the rest the
+ * verifier drops every use of cpu_llc as dead code.
+ */
+const volatile u32 cpu_llc[FP_MAX_CPUS];
+const volatile bool multi_llc;
 
 /*
  * Branch hints (fast path 5). A build with -DFP_BRANCH_PROFILE counts how
@@ -1219,6 +1229,11 @@ static bool can_run_on(struct task_struct *p, s32 cpu)
 	return !is_migration_disabled(p) || scx_bpf_task_cpu(p) == cpu;
 }
 
+static __always_inline u32 llc_of(s32 cpu)
+{
+	return cpu_llc[cpu & (FP_MAX_CPUS - 1)];
+}
+
 /*
  * This CPU has nothing queued: take, among the other CPUs' DSQ heads that it
  * may run, the one furthest behind its own CPU's clock (the clocks of two
@@ -1226,14 +1241,25 @@ static bool can_run_on(struct task_struct *p, s32 cpu)
  * so a task queued anywhere is seen by any CPU that goes idle, and a kick to
  * any idle CPU reaches it. Peeks are lockless; only the move takes a DSQ
  * lock.
+ *
+ * LLC first (llc_steal, machines with several LLCs): a head queued in
+ * another LLC is taken only when no head in this CPU's LLC may run here, or
+ * when it is further behind than the best of them by more than
+ * FP_STEAL_FAR_SLICES: "behind" includes a wakee's sleeper credit, up to
+ * FP_LAG_SLICES, which is not time spent waiting. A task moved across LLCs
+ * finds its data in none of this CPU's caches; the kernel's own balancer
+ * likewise moves tasks within an LLC first.
  */
 static bool steal(s32 cpu)
 {
 	struct task_struct *head;
-	s64 behind, best = 0;
-	s32 c, best_cpu = -1;
-	u32 i;
+	s64 behind, best = 0, best_far = 0;
+	s32 c, best_cpu = -1, far_cpu = -1;
+	bool llc_first = multi_llc && tune.llc_steal;
+	u32 i, llc = 0;
 
+	if (multi_llc)
+		llc = llc_of(cpu);
 	bpf_for(i, 1, nr_cpu_ids) {
 		c = cpu + i;
 		if (c >= nr_cpu_ids)
@@ -1242,13 +1268,28 @@ static bool steal(s32 cpu)
 		if (!head || !can_run_on(head, cpu))
 			continue;
 		behind = (s64)(cpu_vmin(c) - head->scx.dsq_vtime);
+		if (llc_first && llc_of(c) != llc) {
+			if (far_cpu < 0 || behind > best_far) {
+				best_far = behind;
+				far_cpu = c;
+			}
+			continue;
+		}
 		if (best_cpu < 0 || behind > best) {
 			best = behind;
 			best_cpu = c;
 		}
 	}
+	if (far_cpu >= 0) {
+		if (best_cpu < 0 || best_far - best > (s64)(FP_STEAL_FAR_SLICES * tune.slice_ns))
+			best_cpu = far_cpu;
+		else if (best_far > best)
+			stat_inc(FP_STAT_STEAL_NEAR_KEPT);
+	}
 	if (best_cpu >= 0 && scx_bpf_dsq_move_to_local(best_cpu, 0)) {
 		stat_inc(FP_STAT_DISP_STOLEN);
+		if (multi_llc && llc_of(best_cpu) != llc)
+			stat_inc(FP_STAT_DISP_STOLEN_FAR);
 		return true;
 	}
 	return false;
