@@ -91,6 +91,23 @@ pub struct Opts {
     )]
     pub hog_run_us: u64,
 
+    /// Take another CPU's queued task over this CPU's own, in microseconds
+    ///
+    /// A CPU about to run the head of its own DSQ takes instead the head
+    /// of another CPU's (in its LLC) when that one is further behind its
+    /// CPU's clock by more than this, as one shared queue would. 0 never
+    /// does. 1000 (the default): stress-ng tee x2 2.0-2.4x of the default
+    /// scheduler against 0.6-0.7x with 0, in two same-guest A/Bs where 500
+    /// and 10000 did no better (README, Benchmarks: pull).
+    #[arg(
+        long,
+        value_name = "US",
+        default_value_t = 1000,
+        allow_negative_numbers = true,
+        value_parser = int_in(0, bpf_intf::fp_consts_FP_WAKEUP_GRAN_US_MAX as u64)
+    )]
+    pub pull_gran_us: u64,
+
     /// Run a sync wakeup's wakee on the waker's CPU
     ///
     /// Run the wakee of a synchronous wakeup (the waker is about to block,
@@ -536,11 +553,12 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} wake_local={} yield_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} wake_local={} yield_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
             self.hog_run_us,
+            self.pull_gran_us,
             on_off(!self.no_deferred_preempt),
             on_off(self.sync_wake),
             on_off(self.sync_affine),
@@ -589,6 +607,7 @@ mod tests {
         assert!(d.contains("wake_local=on"), "{d}");
         assert!(d.contains("yield_local=on"), "{d}");
         assert!(d.contains("llc_steal=on"), "{d}");
+        assert!(d.contains("pull_gran_us=1000"), "{d}");
     }
 
     #[test]

@@ -44,6 +44,10 @@ pub const LIVE: &[(&str, Apply)] = &[
         o.hog_run_us = flag("--hog-run-us", v)?.hog_run_us;
         Ok(())
     }),
+    ("pull-gran-us", |o, v| {
+        o.pull_gran_us = flag("--pull-gran-us", v)?.pull_gran_us;
+        Ok(())
+    }),
     ("deferred-preempt", |o, v| {
         switch(&mut o.no_deferred_preempt, v, false)
     }),

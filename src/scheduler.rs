@@ -73,6 +73,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         wakeup_gran_ns: opts.wakeup_gran_us * 1000,
         hog_gran_ns: opts.hog_gran_us * 1000,
         hog_run_ns: opts.hog_run_us * 1000,
+        pull_gran_ns: opts.pull_gran_us * 1000,
         pinned_fastpath: u8::from(!opts.no_pinned_fastpath),
         cheap_wakeup: u8::from(!opts.no_cheap_wakeup),
         fast_yield: u8::from(!opts.no_fast_yield),

@@ -1133,6 +1133,34 @@ test_yield_local() {
 	return $ok
 }
 
+# stress-ng tee x2: per instance a writer, a tee() stage and a reader
+# chained by pipes, six tasks on 2 CPUs. Its ops/s go to workload.log.
+tee_workload() {
+	stress-ng --temp-path "$WORK" --tee 2 --timeout 5s --metrics-brief 2>&1 |
+		awk '$4 == "tee" {print $(NF - 1)}' | head -n 1
+}
+
+# Pull (the default, --pull-gran-us): a CPU about to run its own DSQ's
+# head takes another CPU's instead when that one is further behind by more
+# than the granularity. tee's stages queue behind each other per CPU, so
+# by default disp_pulled moves; with --pull-gran-us 0 nothing else counts
+# it, so it stays 0. Both runs' ops/s are reported, not asserted (a
+# benchmark's job: docs/ab, 2026-12-03 pull).
+test_pull() {
+	local m ok=0 pulled
+	m=$(dmesg_mark)
+	run_under_sched tee_workload || return 1
+	pulled=$(say_counters disp_pulled 2>/dev/null)
+	say "on : stress-ng tee x2: $(cat "$WORK/workload.log") ops/s, disp_pulled=$pulled"
+	[ "$pulled" -gt 0 ] || { say "no CPU took another's head over its own"; ok=1; }
+	SCHED_ARGS="--pull-gran-us 0" run_under_sched tee_workload || return 1
+	pulled=$(say_counters disp_pulled 2>/dev/null)
+	say "off: stress-ng tee x2, --pull-gran-us 0: $(cat "$WORK/workload.log") ops/s, disp_pulled=$pulled"
+	[ "$pulled" -eq 0 ] || { say "disp_pulled moved with --pull-gran-us 0"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # stress-ng futex: per instance a waker that spins on FUTEX_WAKE and a
 # waiter; 2 per CPU keep every CPU busy, so the waiter's wakeups find no
 # idle CPU. Its ops/s go to workload.log.
@@ -1599,7 +1627,7 @@ test_topology() {
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local yield_local wake_away rcu_first rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local yield_local pull wake_away rcu_first rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do

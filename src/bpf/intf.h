@@ -124,6 +124,7 @@ struct fp_tune {
 	u64 wakeup_gran_ns;
 	u64 hog_gran_ns;
 	u64 hog_run_ns;
+	u64 pull_gran_ns;
 	u8 pinned_fastpath;
 	u8 cheap_wakeup;
 	u8 fast_yield;
@@ -179,6 +180,7 @@ enum fp_stat_idx {
 	FP_STAT_DISP_CPU_DSQ,	/* the CPU took the head of its own DSQ */
 	FP_STAT_DISP_STOLEN,	/* the CPU took the head of another CPU's DSQ */
 	FP_STAT_DISP_STOLEN_FAR,	/* ... of a CPU in another LLC (machines with several LLCs) */
+	FP_STAT_DISP_PULLED,	/* with --pull-gran-us: the CPU took another CPU's DSQ head over its own, further behind by more than that */
 	FP_STAT_STEAL_NEAR_KEPT,	/* with llc_steal: a steal took a head in its own LLC over another LLC's further behind, but by at most FP_STEAL_FAR_SLICES (machines with several LLCs) */
 	FP_STAT_KEEP_PREV,	/* nothing else waited: the running task got another slice */
 	FP_STAT_KEEP_FAIR,	/* the running task is still behind the DSQ head in vtime: it went on */
