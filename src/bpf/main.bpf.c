@@ -1250,9 +1250,33 @@ static __always_inline u32 llc_of(s32 cpu)
  * finds its data in none of this CPU's caches; the kernel's own balancer
  * likewise moves tasks within an LLC first.
  */
+/*
+ * The CPU @i places after @cpu, wrapping: scans start at the next CPU, so
+ * that CPUs scanning at once do not all look at CPU 0 first.
+ */
+static __always_inline s32 cpu_after(s32 cpu, u32 i)
+{
+	s32 c = cpu + i;
+
+	return c >= nr_cpu_ids ? c - nr_cpu_ids : c;
+}
+
+/*
+ * Whether @c's DSQ has a head that @cpu may run; if so, *@behind is how far
+ * it is behind @c's clock.
+ */
+static __always_inline bool head_behind(s32 c, s32 cpu, s64 *behind)
+{
+	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(c);
+
+	if (!head || !can_run_on(head, cpu))
+		return false;
+	*behind = (s64)(cpu_vmin(c) - head->scx.dsq_vtime);
+	return true;
+}
+
 static bool steal(s32 cpu)
 {
-	struct task_struct *head;
 	s64 behind, best = 0, best_far = 0;
 	s32 c, best_cpu = -1, far_cpu = -1;
 	bool llc_first = multi_llc && tune.llc_steal;
@@ -1261,13 +1285,9 @@ static bool steal(s32 cpu)
 	if (multi_llc)
 		llc = llc_of(cpu);
 	bpf_for(i, 1, nr_cpu_ids) {
-		c = cpu + i;
-		if (c >= nr_cpu_ids)
-			c -= nr_cpu_ids;
-		head = __COMPAT_scx_bpf_dsq_peek(c);
-		if (!head || !can_run_on(head, cpu))
+		c = cpu_after(cpu, i);
+		if (!head_behind(c, cpu, &behind))
 			continue;
-		behind = (s64)(cpu_vmin(c) - head->scx.dsq_vtime);
 		if (llc_first && llc_of(c) != llc) {
 			if (far_cpu < 0 || behind > best_far) {
 				best_far = behind;
@@ -1310,22 +1330,17 @@ static bool pull(s32 cpu, struct task_struct *head)
 {
 	s64 behind, best = (s64)(cpu_vmin(cpu) - head->scx.dsq_vtime) +
 			   (s64)tune.pull_gran_ns;
-	struct task_struct *h;
 	s32 c, best_cpu = -1;
 	u32 i, llc = 0;
 
 	if (multi_llc)
 		llc = llc_of(cpu);
 	bpf_for(i, 1, nr_cpu_ids) {
-		c = cpu + i;
-		if (c >= nr_cpu_ids)
-			c -= nr_cpu_ids;
+		c = cpu_after(cpu, i);
 		if (multi_llc && llc_of(c) != llc)
 			continue;
-		h = __COMPAT_scx_bpf_dsq_peek(c);
-		if (!h || !can_run_on(h, cpu))
+		if (!head_behind(c, cpu, &behind))
 			continue;
-		behind = (s64)(cpu_vmin(c) - h->scx.dsq_vtime);
 		if (behind > best) {
 			best = behind;
 			best_cpu = c;
