@@ -86,13 +86,15 @@ class Report:
         self.guest = read_kv(os.path.join(run, "guest.txt"))
         self.calib = read_kv(os.path.join(run, "calib.txt"))
         self.raw = read_raw(os.path.join(run, "raw.tsv"))
-        self.scheds, self.sched_groups = [], {}
+        self.scheds, self.sched_groups, self.sched_args = [], {}, {}
         with open(os.path.join(run, "scheds.tsv")) as f:
             for l in f:
                 if not l.strip():
                     continue
                 parts = l.rstrip("\n").split("\t")
                 self.scheds.append(parts[0])
+                # A --variants variant's flags: the command after the binary.
+                self.sched_args[parts[0]] = " ".join(parts[1].split()[1:]) if len(parts) > 1 else ""
                 # None: every group (older runs have no GROUPS column).
                 self.sched_groups[parts[0]] = set(parts[2].split(",")) if len(parts) > 2 and parts[2] else None
         self.ablations = []  # [{name, switch, groups, why}]
@@ -250,7 +252,7 @@ class Report:
         variant ran. contribution > 1: the path makes things better (ratio
         of the normalised "better" values, path on / path off)."""
         out = OrderedDict()
-        abl = self.ablations or [{"name": s, "switch": "?", "groups": "", "why": ""}
+        abl = self.ablations or [{"name": s, "switch": self.sched_args.get(s) or "?", "groups": "", "why": ""}
                                  for s in self.scheds if s.startswith("fastpath-")]
         for a in abl:
             v = a["name"]
