@@ -1826,6 +1826,17 @@ void BPF_STRUCT_OPS(fastpath_enable, struct task_struct *p)
  * cgroups: cpu.weight (systemd's CPUWeight=).
  * ------------------------------------------------------------------------ */
 
+/*
+ * A cgroup's weight is no longer the default: every task re-reads its
+ * path's weight at its next use (cgroup_gen), since a parent's weight is
+ * part of its children's. Rare (a write to cpu.weight), hence the atomic.
+ */
+static void cgroup_weight_changed(void)
+{
+	__sync_fetch_and_add(&cgroup_gen, 1);
+	stat_inc(FP_STAT_CGROUP_WEIGHT);
+}
+
 static void set_cgroup_weight(struct cgroup *cgrp, u32 weight)
 {
 	u64 cgid = cgrp->kn->id;
@@ -1834,8 +1845,7 @@ static void set_cgroup_weight(struct cgroup *cgrp, u32 weight)
 	if (!cg)
 		return;
 	cg->weight = weight;
-	__sync_fetch_and_add(&cgroup_gen, 1);
-	stat_inc(FP_STAT_CGROUP_WEIGHT);
+	cgroup_weight_changed();
 }
 
 /*
@@ -1858,10 +1868,8 @@ s32 BPF_STRUCT_OPS(fastpath_cgroup_init, struct cgroup *cgrp,
 		}
 	}
 	bpf_map_update_elem(&cgroup_weights, &cgid, &cg, BPF_ANY);
-	if (args->weight != FP_CGROUP_WEIGHT_DFL) {
-		__sync_fetch_and_add(&cgroup_gen, 1);
-		stat_inc(FP_STAT_CGROUP_WEIGHT);
-	}
+	if (args->weight != FP_CGROUP_WEIGHT_DFL)
+		cgroup_weight_changed();
 	return 0;
 }
 
