@@ -467,8 +467,10 @@ impl Scheduler<'_> {
                 s[1] += unsafe { std::ptr::read_volatile(&c[1]) };
             }
         }
+        // scripts/branch-profile cuts the table out between these lines.
         println!("[fastpath] branch profile:");
         print!("{}", format_branch_table(&sum));
+        println!("[fastpath] branch profile end");
         Ok(())
     }
 }
