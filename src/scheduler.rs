@@ -23,6 +23,8 @@ use scx_stats::StatsServer;
 
 /// How often the run loop looks at the exit state when no stats are due.
 const POLL: Duration = Duration::from_millis(100);
+/// How often, at most, the log names what the starvation guard ran.
+const RESCUE_REPORT_EVERY: Duration = Duration::from_secs(5);
 
 pub struct Scheduler<'obj> {
     skel: BpfSkel<'obj>,
@@ -334,6 +336,51 @@ impl<'obj> Scheduler<'obj> {
         Ok(snap)
     }
 
+    /// Take every CPU's pending starvation-guard record (struct fp_rescue),
+    /// clearing it, so that the guard starts the next one.
+    fn take_rescues(&mut self) -> Result<Vec<stats::Rescue>> {
+        let data = self
+            .skel
+            .maps
+            .data_rescues_data
+            .as_mut()
+            .context("BPF skeleton has no .data.rescues")?;
+        let mut taken = Vec::new();
+        for (cpu, r) in data.fp_rescues[..self.nr_cpus].iter_mut().enumerate() {
+            // SAFETY: the map's mmap()ed memory, which the guard writes
+            // concurrently; aligned volatile reads and writes. A rescue
+            // recorded between the read and the clear is lost, which a
+            // log line can afford.
+            unsafe {
+                if std::ptr::read_volatile(&r.pending) == 0 {
+                    continue;
+                }
+                let comm: Vec<u8> = std::ptr::read_volatile(&r.comm)
+                    .iter()
+                    .map(|&c| c as u8)
+                    .take_while(|&c| c != 0)
+                    .collect();
+                taken.push(stats::Rescue {
+                    cpu,
+                    nr: std::ptr::read_volatile(&r.nr).into(),
+                    waited_ms: std::ptr::read_volatile(&r.waited_ms),
+                    pid: std::ptr::read_volatile(&r.pid),
+                    comm: String::from_utf8_lossy(&comm).into_owned(),
+                });
+                std::ptr::write_volatile(&mut r.pending, 0);
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Log what the starvation guard ran since the last report, if anything.
+    fn report_rescues(&mut self) -> Result<()> {
+        if let Some(line) = stats::format_rescues(&self.take_rescues()?) {
+            warn!("{line}");
+        }
+        Ok(())
+    }
+
     /// The options in force, with what `set` changed.
     pub fn opts(&self) -> &Opts {
         &self.opts
@@ -388,6 +435,7 @@ impl<'obj> Scheduler<'obj> {
                 .saturating_sub(Duration::from_millis(prev.at_ms))
         };
 
+        let mut rescues_reported = Instant::now();
         while !uei_exited!(&self.skel, uei) {
             let wait = match self.stats_every {
                 Some(every) => every.saturating_sub(since_prev(&prev)).min(POLL),
@@ -414,6 +462,10 @@ impl<'obj> Scheduler<'obj> {
                     .send(reply)
                     .context("the stats socket's thread is gone")?;
             }
+            if rescues_reported.elapsed() >= RESCUE_REPORT_EVERY {
+                self.report_rescues()?;
+                rescues_reported = Instant::now();
+            }
             if let Some(every) = self.stats_every {
                 if since_prev(&prev) >= every {
                     let now = self.metrics()?;
@@ -429,6 +481,7 @@ impl<'obj> Scheduler<'obj> {
             }
         }
 
+        self.report_rescues()?;
         if self.stats_every.is_some() {
             let totals = self.metrics()?;
             if self.stats_json {

@@ -330,9 +330,64 @@ impl Metrics {
     }
 }
 
+/// One CPU's starvation-guard record (struct fp_rescue), as the loader took
+/// it: how many tasks the guard ran there since the last take, and the one
+/// among them that had waited longest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rescue {
+    pub cpu: usize,
+    pub nr: u64,
+    pub waited_ms: u64,
+    pub pid: i32,
+    pub comm: String,
+}
+
+/// The log line for the records taken since the last report, or None when
+/// the guard ran nothing: how many tasks it ran, and which one had waited
+/// longest, where.
+pub fn format_rescues(rescues: &[Rescue]) -> Option<String> {
+    let longest = rescues.iter().max_by_key(|r| r.waited_ms)?;
+    let nr: u64 = rescues.iter().map(|r| r.nr).sum();
+    Some(format!(
+        "starvation guard: ran {nr} task{} that had waited over {} ms; the longest: {} (pid {}) on CPU {}, {} ms",
+        if nr == 1 { "" } else { "s" },
+        bpf_intf::fp_consts_FP_STARVE_MS,
+        longest.comm,
+        longest.pid,
+        longest.cpu,
+        longest.waited_ms
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rescues_name_the_longest_wait() {
+        assert_eq!(format_rescues(&[]), None);
+        let r = |cpu, nr, waited_ms, pid, comm: &str| Rescue {
+            cpu,
+            nr,
+            waited_ms,
+            pid,
+            comm: comm.to_string(),
+        };
+        let line = format_rescues(&[r(0, 3, 1200, 10, "a"), r(1, 2, 4100, 11, "kworker/1:1")])
+            .expect("a report");
+        assert_eq!(
+            line,
+            format!(
+                "starvation guard: ran 5 tasks that had waited over {} ms; the longest: kworker/1:1 (pid 11) on CPU 1, 4100 ms",
+                bpf_intf::fp_consts_FP_STARVE_MS
+            )
+        );
+        let one = format_rescues(&[r(2, 1, 1001, 7, "b")]).expect("a report");
+        assert!(
+            one.starts_with("starvation guard: ran 1 task that"),
+            "{one}"
+        );
+    }
 
     #[test]
     fn sums_every_cpu() {

@@ -346,6 +346,7 @@ test_hold_races() {
 	say "     stress-ng: $(grep -E 'successful run|unsuccessful|failed' "$WORK/workload.log" | tail -n 1)"
 	grep -q 'successful run completed' "$WORK/workload.log" || { say "stress-ng did not complete every worker"; ok=1; }
 	detached_on_request || ok=1
+	check_rescues_traced || ok=1
 	if [ "${HOLD_US:-1000}" -gt 0 ] && [ "$(counter_total hold_start)" -eq 0 ]; then
 		say "no hold started"
 		ok=1
@@ -391,6 +392,7 @@ test_hog_storm() {
 	SCHED_PID=
 	say "     $(say_counters slice_short starve_rescue pinned 2>&1 >/dev/null | xargs)"
 	detached_on_request || ok=1
+	check_rescues_traced || ok=1
 	[ "$(counter_total slice_short)" -gt 0 ] || { say "deep-queue slices never applied"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
@@ -1546,7 +1548,7 @@ test_soak() {
 	say "last stats: $(sample_summary)"
 	[ "$probe" -lt "$bound" ] || { say "the sleeper waited ${probe} ms"; ok=1; }
 	stop_sched || ok=1
-	say "starvation guard over the soak: $(counter_total starve_rescue) tasks rescued"
+	check_rescues_traced || ok=1
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }

@@ -124,6 +124,27 @@ say_counters() {
 	echo "$sum"
 }
 
+# The loader names what the starvation guard ran (every 5 s and at exit:
+# "starvation guard: ran N tasks ...; the longest: COMM (pid P) on CPU C,
+# W ms"). Where starve_rescue moved, such lines must be in $SCHED_LOG and
+# count no more tasks than the counter (a record the guard rewrites while
+# the loader takes it can be lost, never counted twice); where it did not,
+# there must be none.
+check_rescues_traced() {
+	local total named lines
+	total=$(counter_total starve_rescue)
+	lines=$(grep -o 'starvation guard: ran [0-9]* task.*' "$SCHED_LOG")
+	named=$(printf '%s\n' "$lines" | awk '{s += $4} END {print s + 0}')
+	say "starvation guard: starve_rescue=${total:-none}, $named named in $(printf '%s' "$lines" | grep -c .) log lines"
+	[ -z "$lines" ] || say "     last: $(printf '%s\n' "$lines" | tail -n 1)"
+	if [ "${total:-0}" -eq 0 ]; then
+		[ "$named" -eq 0 ] || { say "guard lines logged, but starve_rescue is 0"; return 1; }
+		return 0
+	fi
+	[ "$named" -gt 0 ] || { say "the guard ran $total tasks, and the log names none"; return 1; }
+	[ "$named" -le "$total" ] || { say "the log names more rescues ($named) than starve_rescue ($total)"; return 1; }
+}
+
 # Last-level caches in this guest, by sysfs: distinct sets of CPUs that
 # share an L3 (an L2 where there is none), 1 where the guest shows no cache.
 nr_llcs() {

@@ -1434,6 +1434,38 @@ static u64 ms_to_jiffies(u64 ms, u64 jiffies_now, u64 ns_now)
 }
 
 /*
+ * @j jiffies in milliseconds, by the same measured rate (nanoseconds per
+ * jiffy first, so that a long uptime cannot overflow the product).
+ */
+static u64 jiffies_to_ms(u64 j, u64 jiffies_now, u64 ns_now)
+{
+	u64 dj = jiffies_now - init_jiffies;
+
+	if (!dj)
+		return 0;
+	return j * (clock_delta(ns_now, init_ns) / dj) / 1000000ULL;
+}
+
+/* See struct fp_rescue. */
+struct fp_rescue fp_rescues[FP_MAX_CPUS] SEC(".data.rescues");
+
+/* The guard ran @p on @cpu after it had waited @waited_ms: keep the record. */
+static void record_rescue(s32 cpu, struct task_struct *p, u64 waited_ms)
+{
+	struct fp_rescue *r = &fp_rescues[cpu & (FP_MAX_CPUS - 1)];
+
+	if (!r->pending)
+		r->nr = 0;
+	r->nr++;
+	if (r->pending && waited_ms <= r->waited_ms)
+		return;
+	r->waited_ms = waited_ms;
+	r->pid = p->pid;
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), p->comm);
+	WRITE_ONCE(r->pending, 1);
+}
+
+/*
  * The starvation guard. Every FP_GUARD_MS, walk this CPU's DSQ from the head
  * and move every task that has been runnable for FP_STARVE_MS without
  * running to the local DSQ, where they run in that order, one slice each,
@@ -1447,12 +1479,14 @@ static u64 ms_to_jiffies(u64 ms, u64 jiffies_now, u64 ns_now)
  * vtime of all) starved for 10 s ("kworker/1:1 failed to run for 10.016s").
  * Moving every starved task bounds any wait to about FP_STARVE_MS plus one
  * round over the rescued, which is one slice each. Costs one compare per
- * dispatch, and one walk of the DSQ per FP_GUARD_MS.
+ * dispatch, and one walk of the DSQ per FP_GUARD_MS. Each task it runs is
+ * counted (starve_rescue), and the one that waited longest is kept for the
+ * loader's log (record_rescue()): what starved, not only how many.
  */
 static bool guard_starved(s32 cpu, u64 now)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
-	u64 jiffies_now, starve;
+	u64 jiffies_now, ns_now, starve;
 	struct task_struct *p;
 	bool moved = false;
 
@@ -1461,16 +1495,20 @@ static bool guard_starved(s32 cpu, u64 now)
 	cctx->guard_at = now;
 
 	jiffies_now = bpf_jiffies64();
-	starve = ms_to_jiffies(FP_STARVE_MS, jiffies_now, bpf_ktime_get_ns());
+	ns_now = bpf_ktime_get_ns();
+	starve = ms_to_jiffies(FP_STARVE_MS, jiffies_now, ns_now);
 	if (!starve)
 		return false;
 
 	/* A flag, not a count: the verifier's walk of the loop converges. */
 	bpf_for_each(scx_dsq, p, cpu, 0) {
+		u64 waited = jiffies_now - p->scx.runnable_at;
+
 		if (!time_after(jiffies_now, p->scx.runnable_at + starve))
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
 			stat_inc(FP_STAT_STARVE_RESCUE);
+			record_rescue(cpu, p, jiffies_to_ms(waited, jiffies_now, ns_now));
 			moved = true;
 		}
 	}
