@@ -11,7 +11,10 @@
 #   W         "WORKLOAD N;..." where WORKLOAD is a stress-ng stressor (N
 #             instances, ops/s) or hbpipe, hbsock (hackbench seconds),
 #             perfpipe (perf bench sched pipe us/op), cyclic (cyclictest
-#             average latency in us against 2 hogs); N is ignored for those
+#             average latency in us against 2 hogs), forksleep (seconds for
+#             32 children a CPU to sleep 1 ms N times each, scripts/bench.d);
+#             N is ignored for the others
+#   FORKSLEEP the forksleep binary (scripts/bench builds it into its cache)
 #   T         seconds per stress-ng run (default 4); R rounds (default 2)
 # Lines "RES NAME WORKLOAD-xN value=V ..." are for scripts/ab-report.
 set -uo pipefail
@@ -38,6 +41,7 @@ one() {
 	hbpipe) r=$({ /usr/bin/time -f %e hackbench -p -g 2 -l 50 >/dev/null; } 2>&1 | tail -n 1) ;;
 	hbsock) r=$({ /usr/bin/time -f %e hackbench -g 2 -l 50 >/dev/null; } 2>&1 | tail -n 1) ;;
 	perfpipe) r=$(perf bench sched pipe -l 5000 | awk '/usecs\/op/ {print $1}') ;;
+	forksleep) r=$("${FORKSLEEP:?FORKSLEEP is not set}" $(($(nproc) * 32)) "$n" | awk '/^seconds/ {print $2}') ;;
 	cyclic)
 		stress-ng --temp-path "$WORK" --cpu 2 -t 9s --quiet &
 		hog=$!
