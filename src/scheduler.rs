@@ -38,6 +38,8 @@ pub struct Scheduler<'obj> {
     /// -v: every counter's rate under the summary line.
     verbose: bool,
     queued_warned: bool,
+    /// starve_rescue's total at the last report of the guard's rescues.
+    rescues_counted: u64,
     events_warned: bool,
     attached_at: Instant,
     /// The options in force: the command line's, and what `set` changed.
@@ -229,6 +231,7 @@ impl<'obj> Scheduler<'obj> {
             stats_json: opts.json,
             verbose: opts.verbose > 0,
             queued_warned: false,
+            rescues_counted: 0,
             events_warned: false,
             attached_at: Instant::now(),
             opts: opts.clone(),
@@ -236,13 +239,13 @@ impl<'obj> Scheduler<'obj> {
         })
     }
 
-    /// Sum every CPU's counters, sample the DSQ depths, and read the
-    /// kernel's event counters.
-    fn metrics(&mut self) -> Result<Metrics> {
+    /// Every CPU's counters; one row, the shared array, without the
+    /// compact layout.
+    fn counters_per_cpu(&self) -> Result<Vec<[u64; NR_STATS]>> {
         // SAFETY (all volatile reads below): the arrays live in BPF maps'
         // mmap()ed memory and BPF programs update them concurrently; a
         // volatile read of an aligned u64 is the sound way to look at them.
-        let per_cpu: Vec<[u64; NR_STATS]> = if self.compact_layout {
+        Ok(if self.compact_layout {
             let data = self
                 .skel
                 .maps
@@ -265,7 +268,13 @@ impl<'obj> Scheduler<'obj> {
             vec![std::array::from_fn(|i| unsafe {
                 std::ptr::read_volatile(&data.fp_stats_shared.cnt[i])
             })]
-        };
+        })
+    }
+
+    /// Sum every CPU's counters, sample the DSQ depths, and read the
+    /// kernel's event counters.
+    fn metrics(&mut self) -> Result<Metrics> {
+        let per_cpu = self.counters_per_cpu()?;
         let mut snap = Metrics::from_per_cpu(per_cpu.iter());
         snap.at_ms = self.attached_at.elapsed().as_millis() as u64;
         snap.config = self.opts.describe();
@@ -348,9 +357,9 @@ impl<'obj> Scheduler<'obj> {
         let mut taken = Vec::new();
         for (cpu, r) in data.fp_rescues[..self.nr_cpus].iter_mut().enumerate() {
             // SAFETY: the map's mmap()ed memory, which the guard writes
-            // concurrently; aligned volatile reads and writes. A rescue
-            // recorded between the read and the clear is lost, which a
-            // log line can afford.
+            // concurrently; aligned volatile reads and writes. A longer
+            // wait recorded between the read and the clear is lost, which
+            // a log line can afford: the count comes from the counter.
             unsafe {
                 if std::ptr::read_volatile(&r.pending) == 0 {
                     continue;
@@ -362,7 +371,6 @@ impl<'obj> Scheduler<'obj> {
                     .collect();
                 taken.push(stats::Rescue {
                     cpu,
-                    nr: std::ptr::read_volatile(&r.nr).into(),
                     waited_ms: std::ptr::read_volatile(&r.waited_ms),
                     pid: std::ptr::read_volatile(&r.pid),
                     comm: String::from_utf8_lossy(&comm).into_owned(),
@@ -373,9 +381,20 @@ impl<'obj> Scheduler<'obj> {
         Ok(taken)
     }
 
-    /// Log what the starvation guard ran since the last report, if anything.
+    /// Log what the starvation guard ran since the last report, if anything:
+    /// how many by the starve_rescue counter (exact), and which one had
+    /// waited longest by the records. The counter is read first, so a
+    /// record is never older than the count it is reported with.
     fn report_rescues(&mut self) -> Result<()> {
-        if let Some(line) = stats::format_rescues(&self.take_rescues()?) {
+        let total: u64 = self
+            .counters_per_cpu()?
+            .iter()
+            .map(|c| c[bpf_intf::fp_stat_idx_FP_STAT_STARVE_RESCUE as usize])
+            .sum();
+        let nr = total.saturating_sub(self.rescues_counted);
+        self.rescues_counted = total;
+        let taken = self.take_rescues()?;
+        if let Some(line) = stats::format_rescues(nr, &taken) {
             warn!("{line}");
         }
         Ok(())

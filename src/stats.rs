@@ -331,32 +331,40 @@ impl Metrics {
 }
 
 /// One CPU's starvation-guard record (struct fp_rescue), as the loader took
-/// it: how many tasks the guard ran there since the last take, and the one
-/// among them that had waited longest.
+/// it: of the tasks the guard ran there since the last take, the one that
+/// had waited longest.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rescue {
     pub cpu: usize,
-    pub nr: u64,
     pub waited_ms: u64,
     pub pid: i32,
     pub comm: String,
 }
 
-/// The log line for the records taken since the last report, or None when
-/// the guard ran nothing: how many tasks it ran, and which one had waited
-/// longest, where.
-pub fn format_rescues(rescues: &[Rescue]) -> Option<String> {
-    let longest = rescues.iter().max_by_key(|r| r.waited_ms)?;
-    let nr: u64 = rescues.iter().map(|r| r.nr).sum();
-    Some(format!(
-        "starvation guard: ran {nr} task{} that had waited over {} ms; the longest: {} (pid {}) on CPU {}, {} ms",
+/// The log line for @nr rescues (starve_rescue's delta) since the last
+/// report, with the records taken since, or None when the guard ran
+/// nothing. A record can lag its count by one report (the guard counts,
+/// then records); a count with no record says so.
+pub fn format_rescues(nr: u64, rescues: &[Rescue]) -> Option<String> {
+    if nr == 0 {
+        return None;
+    }
+    let mut line = format!(
+        "starvation guard: ran {nr} task{} that had waited over {} ms",
         if nr == 1 { "" } else { "s" },
         bpf_intf::fp_consts_FP_STARVE_MS,
-        longest.comm,
-        longest.pid,
-        longest.cpu,
-        longest.waited_ms
-    ))
+    );
+    match rescues.iter().max_by_key(|r| r.waited_ms) {
+        Some(l) => {
+            let _ = write!(
+                line,
+                "; the longest: {} (pid {}) on CPU {}, {} ms",
+                l.comm, l.pid, l.cpu, l.waited_ms
+            );
+        }
+        None => line.push_str("; the longest not yet recorded"),
+    }
+    Some(line)
 }
 
 #[cfg(test)]
@@ -365,15 +373,16 @@ mod tests {
 
     #[test]
     fn rescues_name_the_longest_wait() {
-        assert_eq!(format_rescues(&[]), None);
-        let r = |cpu, nr, waited_ms, pid, comm: &str| Rescue {
+        let r = |cpu, waited_ms, pid, comm: &str| Rescue {
             cpu,
-            nr,
             waited_ms,
             pid,
             comm: comm.to_string(),
         };
-        let line = format_rescues(&[r(0, 3, 1200, 10, "a"), r(1, 2, 4100, 11, "kworker/1:1")])
+        assert_eq!(format_rescues(0, &[]), None);
+        // A record whose count went out with the last report.
+        assert_eq!(format_rescues(0, &[r(0, 1200, 10, "a")]), None);
+        let line = format_rescues(5, &[r(0, 1200, 10, "a"), r(1, 4100, 11, "kworker/1:1")])
             .expect("a report");
         assert_eq!(
             line,
@@ -382,10 +391,15 @@ mod tests {
                 bpf_intf::fp_consts_FP_STARVE_MS
             )
         );
-        let one = format_rescues(&[r(2, 1, 1001, 7, "b")]).expect("a report");
+        let one = format_rescues(1, &[r(2, 1001, 7, "b")]).expect("a report");
         assert!(
             one.starts_with("starvation guard: ran 1 task that"),
             "{one}"
+        );
+        let unnamed = format_rescues(2, &[]).expect("a report");
+        assert!(
+            unnamed.ends_with("ms; the longest not yet recorded"),
+            "{unnamed}"
         );
     }
 

@@ -116,12 +116,12 @@ enum fp_consts {
  * Which task the starvation guard ran, per CPU: of those it ran since the
  * loader last took the record (pending 0), the one that had waited longest.
  * The guard writes it and sets pending; the loader logs it and clears
- * pending, so that a report names what starved and on which CPU instead
- * of only counting it (starve_rescue). Cold: written only on a rescue.
+ * pending, so that a report names what starved and on which CPU. How many
+ * it ran is the starve_rescue counter's, not kept twice. Cold: written only
+ * on a rescue.
  */
 struct fp_rescue {
 	u64 waited_ms;	/* how long it had been runnable without running */
-	u32 nr;		/* tasks the guard ran on this CPU since pending was 0 */
 	s32 pid;
 	u32 pending;
 	char comm[16];	/* TASK_COMM_LEN */

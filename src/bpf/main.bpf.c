@@ -1423,27 +1423,19 @@ static bool rescue_from_rt(s32 cpu)
  */
 u64 init_jiffies, init_ns;
 
-/* @ms in jiffies, or 0 while less than a second has passed to measure. */
-static u64 ms_to_jiffies(u64 ms, u64 jiffies_now, u64 ns_now)
+/*
+ * Nanoseconds per jiffy, as measured since init, or 0 while less than a
+ * second has passed to measure. Converting with it (and not with the
+ * product of two deltas) cannot overflow however long the uptime.
+ */
+static u64 ns_per_jiffy(u64 jiffies_now, u64 ns_now)
 {
 	u64 dns = clock_delta(ns_now, init_ns);
-
-	if (dns < 1000000000ULL)
-		return 0;
-	return ms * 1000000ULL * (jiffies_now - init_jiffies) / dns;
-}
-
-/*
- * @j jiffies in milliseconds, by the same measured rate (nanoseconds per
- * jiffy first, so that a long uptime cannot overflow the product).
- */
-static u64 jiffies_to_ms(u64 j, u64 jiffies_now, u64 ns_now)
-{
 	u64 dj = jiffies_now - init_jiffies;
 
-	if (!dj)
+	if (dns < 1000000000ULL || !dj)
 		return 0;
-	return j * (clock_delta(ns_now, init_ns) / dj) / 1000000ULL;
+	return dns / dj;
 }
 
 /* See struct fp_rescue. */
@@ -1454,9 +1446,6 @@ static void record_rescue(s32 cpu, struct task_struct *p, u64 waited_ms)
 {
 	struct fp_rescue *r = &fp_rescues[cpu & (FP_MAX_CPUS - 1)];
 
-	if (!r->pending)
-		r->nr = 0;
-	r->nr++;
 	if (r->pending && waited_ms <= r->waited_ms)
 		return;
 	r->waited_ms = waited_ms;
@@ -1486,7 +1475,7 @@ static void record_rescue(s32 cpu, struct task_struct *p, u64 waited_ms)
 static bool guard_starved(s32 cpu, u64 now)
 {
 	struct fp_cpu *cctx = cpu_ctx(cpu);
-	u64 jiffies_now, ns_now, starve;
+	u64 jiffies_now, npj, starve;
 	struct task_struct *p;
 	bool moved = false;
 
@@ -1495,20 +1484,21 @@ static bool guard_starved(s32 cpu, u64 now)
 	cctx->guard_at = now;
 
 	jiffies_now = bpf_jiffies64();
-	ns_now = bpf_ktime_get_ns();
-	starve = ms_to_jiffies(FP_STARVE_MS, jiffies_now, ns_now);
-	if (!starve)
+	npj = ns_per_jiffy(jiffies_now, bpf_ktime_get_ns());
+	if (!npj)
 		return false;
+	starve = FP_STARVE_MS * 1000000ULL / npj;
 
 	/* A flag, not a count: the verifier's walk of the loop converges. */
 	bpf_for_each(scx_dsq, p, cpu, 0) {
-		u64 waited = jiffies_now - p->scx.runnable_at;
+		u64 runnable_at = p->scx.runnable_at;
 
-		if (!time_after(jiffies_now, p->scx.runnable_at + starve))
+		if (!time_after(jiffies_now, runnable_at + starve))
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
 			stat_inc(FP_STAT_STARVE_RESCUE);
-			record_rescue(cpu, p, jiffies_to_ms(waited, jiffies_now, ns_now));
+			record_rescue(cpu, p,
+				      (jiffies_now - runnable_at) * npj / 1000000ULL);
 			moved = true;
 		}
 	}
