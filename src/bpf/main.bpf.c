@@ -1324,7 +1324,10 @@ static bool steal(s32 cpu)
  * it first. A pipeline's stages (stress-ng tee: a writer, a tee() stage
  * and a reader per instance) queue behind each other that way: tee x2 ran
  * 3x as fast with it. The cost is lockless peeks of every CPU in the LLC
- * on each dispatch that has a head of its own.
+ * on each dispatch that has a head of its own. Two ways to spare futex x2
+ * the pulls that cost it were tried and did not pay: passing over a head
+ * that wake away had placed (level over two A/Bs), or one queued less
+ * than pull_gran_ns ago (cost tee x2 a third of its gain); docs/ab/README.md.
  */
 static bool pull(s32 cpu, struct task_struct *head)
 {
