@@ -383,16 +383,19 @@ impl<'obj> Scheduler<'obj> {
 
     /// Log what the starvation guard ran since the last report, if anything:
     /// how many by the starve_rescue counter (exact), and which one had
-    /// waited longest by the records. The counter is read first, so a
-    /// record is never older than the count it is reported with.
+    /// waited longest by the records. The guard counts, then records: a
+    /// rescue between the counter's read and the records' take is named in
+    /// this line and counted in the next. With nothing counted the records
+    /// are left pending, so that one counted late is named with its count.
     fn report_rescues(&mut self) -> Result<()> {
-        let total: u64 = self
-            .counters_per_cpu()?
-            .iter()
-            .map(|c| c[bpf_intf::fp_stat_idx_FP_STAT_STARVE_RESCUE as usize])
-            .sum();
+        let total = Metrics::from_per_cpu(self.counters_per_cpu()?.iter())
+            .counters
+            .starve_rescue;
         let nr = total.saturating_sub(self.rescues_counted);
         self.rescues_counted = total;
+        if nr == 0 {
+            return Ok(());
+        }
         let taken = self.take_rescues()?;
         if let Some(line) = stats::format_rescues(nr, &taken) {
             warn!("{line}");
