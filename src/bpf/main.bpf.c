@@ -778,6 +778,21 @@ static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 
 	return best;
 }
 
+/* Scheduling-class priorities below this are RT or deadline (and stop). */
+#define FP_MAX_RT_PRIO	100
+
+/*
+ * @cpu, which reads not busy (ops.stopping() ran, and ops.running() has not
+ * since: idle, between two of our tasks, or held), runs a task of a class
+ * above ours.
+ */
+static bool rt_holds(s32 cpu)
+{
+	struct task_struct *curr = __COMPAT_scx_bpf_cpu_curr(cpu);
+
+	return curr && curr->prio < FP_MAX_RT_PRIO;
+}
+
 /*
  * RT away. No CPU is idle (the kernel's search just found none), yet
  * @prev_cpu runs none of ours: it runs a task of a higher class (RT,
@@ -785,10 +800,17 @@ static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 
  * until another CPU finds nothing of its own to run and steals it, or for
  * the kernel's ext server, 50 ms a second: a sleeper's worst wait in the
  * rt_hog test was 375 ms. Return the first CPU after @prev_cpu that runs one
- * of ours, where it takes its turn by vtime, or -1. A CPU between two of our
- * tasks reads the same for a moment; sending a wakee on from it costs
- * nothing. Returned by ops.select_cpu(), so the task is counted on the CPU
- * whose DSQ it waits on (see enqueue_on_cpu()).
+ * of ours, where it takes its turn by vtime, or -1. Returned by
+ * ops.select_cpu(), so the task is counted on the CPU whose DSQ it waits on
+ * (see enqueue_on_cpu()).
+ *
+ * Not busy is not enough: a CPU between two of our tasks, or one that an
+ * earlier wakeup of the same timer interrupt has just claimed out of idle,
+ * reads the same. forksleep (32 sleepers a CPU whose timers fire together)
+ * sent a twelfth of its wakeups away so, from a CPU about to run them to a
+ * busy one, which the first CPU then stole back: with no RT task at all,
+ * wake_rt_away 3,038 and disp_stolen 3,020 in one run, and 0 and 1,285
+ * once @prev_cpu must be held by RT (docs/ab/2026-12-03-rtholds.log).
  */
 static s32 rt_away_cpu(struct task_struct *p, s32 prev_cpu)
 {
@@ -796,7 +818,7 @@ static s32 rt_away_cpu(struct task_struct *p, s32 prev_cpu)
 	s32 cpu;
 
 	if (READ_ONCE(cpu_ctx(prev_cpu)->curr_busy) ||
-	    !bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr))
+	    !bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) || !rt_holds(prev_cpu))
 		return -1;
 	bpf_for(i, 1, n) {
 		cpu = (prev_cpu + i) % nr_cpu_ids;
@@ -1354,21 +1376,6 @@ static bool pull(s32 cpu, struct task_struct *head)
 		return true;
 	}
 	return false;
-}
-
-/* Scheduling-class priorities below this are RT or deadline (and stop). */
-#define FP_MAX_RT_PRIO	100
-
-/*
- * @cpu, which reads not busy (ops.stopping() ran, and ops.running() has not
- * since: idle, between two of our tasks, or held), runs a task of a class
- * above ours.
- */
-static bool rt_holds(s32 cpu)
-{
-	struct task_struct *curr = __COMPAT_scx_bpf_cpu_curr(cpu);
-
-	return curr && curr->prio < FP_MAX_RT_PRIO;
 }
 
 /*
