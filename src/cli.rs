@@ -196,16 +196,6 @@ pub struct Opts {
     #[arg(long)]
     pub no_wake_local: bool,
 
-    /// No yielder straight to its CPU's local DSQ
-    ///
-    /// By default a task that gives its CPU up in sched_yield(), while
-    /// nothing else waits on that CPU and no CPU is idle, goes to the
-    /// CPU's local DSQ behind its successor, so that the next yield there
-    /// runs it without an ops.dispatch() and a move from the CPU's DSQ.
-    /// With this flag it is queued on the CPU's DSQ by vtime.
-    #[arg(long)]
-    pub no_yield_local: bool,
-
     /// Steals ignore which CPUs share a last-level cache
     ///
     /// By default, on a machine with several LLCs, a CPU with nothing
@@ -553,7 +543,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} wake_local={} yield_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -567,7 +557,6 @@ impl Opts {
             on_off(!self.no_rcu_first),
             on_off(self.local_preempt),
             on_off(!self.no_wake_local),
-            on_off(!self.no_yield_local),
             on_off(!self.no_llc_steal),
             on_off(!self.no_hog_hysteresis),
             on_off(!self.no_wake_away),
@@ -605,7 +594,6 @@ mod tests {
         assert!(d.contains("rt_away=on"), "{d}");
         assert!(d.contains("rt_rescue=off"), "{d}");
         assert!(d.contains("wake_local=on"), "{d}");
-        assert!(d.contains("yield_local=on"), "{d}");
         assert!(d.contains("llc_steal=on"), "{d}");
         assert!(d.contains("pull_gran_us=1000"), "{d}");
     }

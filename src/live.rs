@@ -58,9 +58,6 @@ pub const LIVE: &[(&str, Apply)] = &[
         switch(&mut o.local_preempt, v, true)
     }),
     ("wake-local", |o, v| switch(&mut o.no_wake_local, v, false)),
-    ("yield-local", |o, v| {
-        switch(&mut o.no_yield_local, v, false)
-    }),
     ("llc-steal", |o, v| switch(&mut o.no_llc_steal, v, false)),
     ("hog-hysteresis", |o, v| {
         switch(&mut o.no_hog_hysteresis, v, false)

@@ -91,7 +91,6 @@ fn tune_of(opts: &Opts) -> FpTune {
         rt_rescue: u8::from(opts.rt_rescue),
         local_preempt: u8::from(opts.local_preempt),
         wake_local: u8::from(!opts.no_wake_local),
-        yield_local: u8::from(!opts.no_yield_local),
         hog_hysteresis: u8::from(!opts.no_hog_hysteresis),
         llc_steal: u8::from(!opts.no_llc_steal),
         // The struct's tail padding, where the skeleton names one.

@@ -152,7 +152,6 @@ struct fp_tune {
 	u8 rt_rescue;
 	u8 local_preempt;
 	u8 wake_local;
-	u8 yield_local;
 	u8 rcu_first;
 	u8 hog_hysteresis;
 	u8 llc_steal;
@@ -215,7 +214,6 @@ enum fp_stat_idx {
 	/* ops.yield(). */
 	FP_STAT_YIELD_KEPT,	/* sched_yield() with nothing waiting: the task went on */
 	FP_STAT_YIELD_GIVEN,	/* sched_yield() gave the CPU to a waiting task */
-	FP_STAT_YIELD_LOCAL,	/* a yielder went to its CPU's local DSQ, next after its successor */
 
 	/* Weights and the starvation guard. */
 	FP_STAT_LAG_HEAD,	/* a blocking task's lag was measured from its CPU's DSQ head, ahead of the CPU's clock */
@@ -260,7 +258,6 @@ enum fp_branch_idx {
 	FP_BR_RUNNING_KICKED,	/* running: a preemption kick was pending */
 	FP_BR_RUNNING_ADAPT,	/* running: last hold expired, adapt window */
 	FP_BR_QUEUE_SLICE_FULL,	/* queue_slice: few tasks wait, whole slice */
-	FP_BR_ENQ_NOT_YIELDER,	/* enqueue: not the task that just yielded here */
 	FP_BR_WEIGHT_CGROUP_NEW,	/* task_weight: a cgroup weight changed since */
 	FP_NR_BRANCHES,
 };

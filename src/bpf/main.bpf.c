@@ -149,9 +149,6 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		reads it about the waker (see wake_away_cpu()).
  *   curr_blocked	ops.running() writes; the enqueue of a wakeup on this
  *		CPU reads it about the waker (see wake_local_ok()).
- *   yield_pid	ops.yield() writes when the task gives the CPU up; the
- *		enqueue that follows on this CPU reads and clears it (see
- *		yield_local_ok()).
  */
 struct fp_cpu {
 	/* line 0: shared, read remotely */
@@ -175,8 +172,7 @@ struct fp_cpu {
 	s32 redirect_cpu;
 	u32 curr_keeps_running;
 	u32 curr_blocked;
-	s32 yield_pid;
-	u8 __pad1[FP_CACHELINE - 52];
+	u8 __pad1[FP_CACHELINE - 48];
 } __attribute__((aligned(FP_CACHELINE)));
 
 _Static_assert(sizeof(struct fp_cpu) == 2 * FP_CACHELINE,
@@ -185,7 +181,7 @@ _Static_assert(__builtin_offsetof(struct fp_cpu, kicked) < FP_CACHELINE,
 	       "remotely read fields must all sit on line 0");
 _Static_assert(__builtin_offsetof(struct fp_cpu, curr_sum_start) == FP_CACHELINE,
 	       "private fields must start line 1");
-_Static_assert(__builtin_offsetof(struct fp_cpu, yield_pid) < 2 * FP_CACHELINE,
+_Static_assert(__builtin_offsetof(struct fp_cpu, curr_blocked) < 2 * FP_CACHELINE,
 	       "private fields must all sit on line 1");
 
 /*
@@ -1170,56 +1166,15 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 		preempt_if_behind(task_cpu, vtime, now);
 }
 
-/*
- * Yield local: a task that just gave its CPU up in sched_yield() is queued
- * again from the same __schedule() that picked its successor, which still
- * sits on the local DSQ. If nothing else waits on this CPU and no CPU is
- * idle, the yielder is next here whatever its key, so it goes to the local
- * DSQ behind its successor: when that one yields in turn, the core finds
- * the yielder there and runs it without an ops.dispatch() and a move from
- * the DSQ. Two tasks yielding to each other then cost an ops.yield(),
- * ops.stopping(), ops.enqueue() and ops.running() per switch, as a
- * wakeup under wake local does. What it gives up: a task queued on this
- * CPU after it, with an earlier vtime, waits for the yielder's run, and
- * a CPU that goes idle meanwhile cannot steal it; both last one run of
- * the successor. With an idle CPU about, it takes the DSQ as before.
- */
-static __always_inline bool yield_local_ok(struct task_struct *p, u64 enq_flags,
-					   s32 cpu, struct fp_cpu *here)
-{
-	const struct cpumask *idle;
-	bool none_idle;
-
-	if (FP_BRANCH(FP_BR_ENQ_NOT_YIELDER, here->yield_pid != p->pid))
-		return false;
-	here->yield_pid = 0;
-	if (!tune.yield_local || (enq_flags & SCX_ENQ_WAKEUP) ||
-	    scx_bpf_task_cpu(p) != cpu)
-		return false;
-	if (__COMPAT_scx_bpf_dsq_peek(cpu) || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) > 1)
-		return false;
-	idle = scx_bpf_get_idle_cpumask();
-	none_idle = bpf_cpumask_empty(idle);
-	scx_bpf_put_idle_cpumask(idle);
-	return none_idle;
-}
-
 void BPF_STRUCT_OPS(fastpath_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	/* This CPU's context, read by both checks below (one helper call). */
-	s32 this_cpu = bpf_get_smp_processor_id();
-	struct fp_cpu *here = cpu_ctx(this_cpu);
 	u64 now = scx_bpf_now();
+	struct fp_cpu *here;
 	bool migdis;
 	s32 cpu;
 
-	if (yield_local_ok(p, enq_flags, this_cpu, here)) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, enq_flags);
-		stat_inc(FP_STAT_YIELD_LOCAL);
-		return;
-	}
-
 	if (idle_hold_ns) {
+		here = cpu_ctx(bpf_get_smp_processor_id());
 		if (FP_BRANCH(FP_BR_ENQ_REDIRECTED, here->redirect_pid == p->pid)) {
 			here->redirect_pid = 0;
 			if (enq_flags & SCX_ENQ_WAKEUP) {
@@ -1636,7 +1591,6 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 		if (prev_runnable && can_run_on(prev, cpu) &&
 		    !time_before(head->scx.dsq_vtime, running_vtime(prev, cpu))) {
 			scx_bpf_task_set_slice(prev, tune.slice_ns);
-			cctx->yield_pid = 0;
 			stat_inc(FP_STAT_KEEP_FAIR);
 			return;
 		}
@@ -1653,7 +1607,6 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 	/* Nothing else wants this CPU: let prev run another slice. */
 	if (unlikely(FP_BRANCH(FP_BR_DISPATCH_KEEP_PREV, prev_runnable))) {
 		scx_bpf_task_set_slice(prev, tune.slice_ns);
-		cctx->yield_pid = 0;
 		stat_inc(FP_STAT_KEEP_PREV);
 		return;
 	}
@@ -1689,7 +1642,6 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
 	if (tctx && head && time_before(tctx->vtime, head->scx.dsq_vtime))
 		tctx->vtime = head->scx.dsq_vtime;
 	scx_bpf_task_set_slice(from, 0);
-	cpu_ctx(cpu)->yield_pid = from->pid;
 	stat_inc(FP_STAT_YIELD_GIVEN);
 	return false;
 }
