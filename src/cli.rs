@@ -291,13 +291,22 @@ pub struct Opts {
     )]
     pub idle_resume_us: Option<i32>,
 
-    /// Fast path 4 off (cache-line layout)
+    /// Counters in one shared array (fast path 4's counter layout off)
     ///
-    /// Fast path 4 off: counters become atomics in one array shared by all
-    /// CPUs and the global vtime is written on every context switch, as a
-    /// scheduler without cache-line care would do it.
+    /// By default each CPU counts on cache lines of its own. With this flag
+    /// the counters become atomic adds to one array shared by all CPUs, as
+    /// a scheduler without cache-line care would keep them.
     #[arg(long)]
     pub no_compact_layout: bool,
+
+    /// Write each CPU's clock on every switch (fast path 4's lazy clock off)
+    ///
+    /// By default ops.running() writes a CPU's virtual clock, which every
+    /// enqueue onto that CPU reads from other CPUs, only when it has moved
+    /// by a sixteenth of a slice. With this flag it is written whenever it
+    /// moves.
+    #[arg(long)]
+    pub no_lazy_vmin: bool,
 
     /// Print a line of counters every SECS seconds (0: off)
     ///
@@ -543,7 +552,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -568,6 +577,7 @@ impl Opts {
             self.idle_hold_us,
             self.idle_resume_us.map_or("off".to_string(), |us| us.to_string()),
             on_off(!self.no_compact_layout),
+            on_off(!self.no_lazy_vmin),
             on_off(!cfg!(feature = "no-branch-hints")),
         )
     }
@@ -586,6 +596,7 @@ mod tests {
         assert!(d.contains("idle_hold_us=0"), "{d}");
         assert!(d.contains("queued_wakeup=off"), "{d}");
         assert!(d.contains("compact_layout=on"), "{d}");
+        assert!(d.contains("lazy_vmin=on"), "{d}");
         assert!(d.contains("wakeup_gran_us=1000"), "{d}");
         assert!(d.contains("hog_run_us=1000"), "{d}");
         assert!(d.contains("fast_yield=on"), "{d}");
@@ -607,6 +618,7 @@ mod tests {
             "--idle-hold-us",
             "200",
             "--no-compact-layout",
+            "--no-lazy-vmin",
             "--no-fast-yield",
             "--wakeup-gran-us",
             "0",
@@ -617,6 +629,7 @@ mod tests {
             "cheap_wakeup=off",
             "idle_hold_us=200",
             "compact_layout=off",
+            "lazy_vmin=off",
             "fast_yield=off",
             "wakeup_gran_us=0",
         ] {

@@ -59,6 +59,7 @@ pub const LIVE: &[(&str, Apply)] = &[
     }),
     ("wake-local", |o, v| switch(&mut o.no_wake_local, v, false)),
     ("llc-steal", |o, v| switch(&mut o.no_llc_steal, v, false)),
+    ("lazy-vmin", |o, v| switch(&mut o.no_lazy_vmin, v, false)),
     ("hog-hysteresis", |o, v| {
         switch(&mut o.no_hog_hysteresis, v, false)
     }),

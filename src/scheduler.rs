@@ -93,6 +93,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         wake_local: u8::from(!opts.no_wake_local),
         hog_hysteresis: u8::from(!opts.no_hog_hysteresis),
         llc_steal: u8::from(!opts.no_llc_steal),
+        lazy_vmin: u8::from(!opts.no_lazy_vmin),
         // The struct's tail padding, where the skeleton names one.
         ..Default::default()
     }

@@ -400,18 +400,28 @@ test_hog_storm() {
 
 layout_workload() { stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 5s --quiet; }
 
+# Fast path 4's two switches. compact_layout decides where the counters go
+# (per-CPU lines or one shared array): they count either way. lazy_vmin
+# decides how often a CPU's clock is written: vmin_lazy counts the moves
+# left unwritten, under either counter layout, and cannot move without it.
 test_compact_layout() {
-	local m ok=0 on off layout
+	local m ok=0 on off layout lazy
 	m=$(dmesg_mark)
 	SCHED_ARGS="" run_under_sched layout_workload || return 1
-	on=$(counter_total disp_cpu_dsq)
-	say "on:  $(last_sample | jq -r .config | grep -o 'compact_layout=[a-z]*'), per-CPU counters: disp_cpu_dsq=$on"
+	on=$(counter_total disp_cpu_dsq) lazy=$(counter_total vmin_lazy)
+	say "on:  $(last_sample | jq -r .config | grep -o 'compact_layout=[a-z]*'), per-CPU counters: disp_cpu_dsq=$on vmin_lazy=$lazy"
+	[ "${lazy:-0}" -gt 0 ] || { say "no clock move was left unwritten"; ok=1; }
 	SCHED_ARGS="--no-compact-layout" run_under_sched layout_workload || return 1
-	off=$(counter_total disp_cpu_dsq)
+	off=$(counter_total disp_cpu_dsq) lazy=$(counter_total vmin_lazy)
 	layout=$(last_sample | jq -r .config | grep -o 'compact_layout=[a-z]*')
-	say "off: $layout, shared atomic counters: disp_cpu_dsq=$off"
+	say "off: $layout, shared atomic counters: disp_cpu_dsq=$off vmin_lazy=$lazy"
 	[ "${on:-0}" -gt 0 ] && [ "${off:-0}" -gt 0 ] || ok=1
 	[ "$layout" = compact_layout=off ] || ok=1
+	[ "${lazy:-0}" -gt 0 ] || { say "vmin_lazy did not move with the shared counters"; ok=1; }
+	SCHED_ARGS="--no-lazy-vmin" run_under_sched layout_workload || return 1
+	lazy=$(counter_total vmin_lazy)
+	say "--no-lazy-vmin: $(last_sample | jq -r .config | grep -o 'lazy_vmin=[a-z]*'), vmin_lazy=$lazy"
+	[ "${lazy:-0}" -eq 0 ] || { say "vmin_lazy moved with --no-lazy-vmin"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }

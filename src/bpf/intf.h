@@ -155,6 +155,7 @@ struct fp_tune {
 	u8 rcu_first;
 	u8 hog_hysteresis;
 	u8 llc_steal;
+	u8 lazy_vmin;
 };
 
 /*
@@ -222,6 +223,9 @@ enum fp_stat_idx {
 	FP_STAT_RCU_FIRST,	/* a task preempted inside an RCU read-side section was queued first on its CPU */
 	FP_STAT_CGROUP_WEIGHT,	/* a cgroup's cpu.weight was set or changed */
 	FP_STAT_SLICE_SHORT,	/* a task was queued behind more than FP_DEEP_QUEUE with a shorter slice */
+
+	/* Hot data (fast path 4). */
+	FP_STAT_VMIN_LAZY,	/* ops.running(): the CPU's clock moved by under 1/16 slice and was not written (lazy_vmin) */
 
 FP_NR_STATS,
 };

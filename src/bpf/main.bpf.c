@@ -44,8 +44,9 @@
  *     select_cpu just scanned, and no kick goes out when it cannot matter.
  *  3. idle_hold_ns: a CPU whose task just blocked spins a short, adaptive
  *     window for work before going idle. See idle_hold().
- *  4. compact_layout: per-CPU state on cache lines of its own, counters
- *     never shared between CPUs, and the global vtime written rarely.
+ *  4. Hot data: per-CPU state on cache lines of its own; compact_layout:
+ *     counters never shared between CPUs; lazy_vmin: each CPU's clock,
+ *     which other CPUs read, written rarely.
  *  5. likely()/unlikely() only where branch counts justify them, see
  *     docs/branch-profile.md; FP_BRANCH() counts them in profiling builds.
  */
@@ -125,7 +126,7 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *
  * Line 0, written only by its CPU, read by other CPUs' wakeups:
  *   vmin	the CPU's virtual clock (see cpu_vmin()): ops.running()
- *		writes it, with compact_layout only when it has moved by a
+ *		writes it, with lazy_vmin only when it has moved by a
  *		sixteenth of a slice (a reference that lags by that much
  *		changes no decision, and the line stays shared-clean between
  *		writes); every enqueue onto the CPU reads it.
@@ -1679,17 +1680,24 @@ static __always_inline u32 hog_class(struct task_ctx *tctx)
 
 /*
  * Advance @cpu's clock to the lowest vtime among @vtime (the task starting
- * to run) and the head of its DSQ, if that is ahead of it.
+ * to run) and the head of its DSQ, if that is ahead of it. With lazy_vmin a
+ * move of under a sixteenth of a slice is left unwritten: every enqueue
+ * onto this CPU, from any CPU, reads the clock's line, and a write makes
+ * each of those readers miss.
  */
 static __always_inline void advance_vmin(struct fp_cpu *cctx, s32 cpu, u64 vtime)
 {
 	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(cpu);
-	u64 step = compact_layout ? tune.slice_ns / 16 : 0;
+	u64 step = tune.lazy_vmin ? tune.slice_ns / 16 : 0;
 
 	if (head && time_before(head->scx.dsq_vtime, vtime))
 		vtime = head->scx.dsq_vtime;
+	if (!time_before(cctx->vmin, vtime))
+		return;
 	if (time_before(cctx->vmin + step, vtime))
 		WRITE_ONCE(cctx->vmin, vtime);
+	else
+		stat_inc(FP_STAT_VMIN_LAZY);
 }
 
 void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
