@@ -548,7 +548,7 @@ boot_mark=0
 # --idle-hold-us 1000) is not in the default set: with this policy it got
 # the scheduler ejected in 1 of 2 runs ("watchdog failed to check in for
 # 10.008s"), cause not found yet (README, Known issues); TESTS=hold_races
-# runs it.
+# runs it. Nor is soak_shares, which fails today (README, Known issues).
 
 # scxtop's request, byte for byte: it connects once and sends
 # {"req":"stats","args":{}} (no target, so "top") on every refresh of its
@@ -1542,27 +1542,48 @@ test_rt_each_cpu() {
 	return $ok
 }
 
-# The soak: SOAK_SECS (default 600) of mixed load: CPU hogs at nice 0, 10
-# and -5, a hog pinned to each CPU, pipe ping-pong, fork and exec churn and 32
-# short sleepers (stress-ng --sleep), while the sleeper probe runs the whole
-# time. No ejection, no sched_ext error or stall, every load generator
-# completes, and the probe never waits SOAK_BOUND ms (default 1000, as in
-# mixed_load) beyond its sleep.
-test_soak() {
-	local m ok=0 secs=${SOAK_SECS:-600} bound=${SOAK_BOUND:-1000} pids=() probe
-	m=$(dmesg_mark)
-	start_sched || return 1
-	stress-ng --temp-path "$WORK" --cpu "$NCPU" --timeout "${secs}s" --quiet &
+# A busy loop for $2 seconds, started by the prefix in "${@:3}" (nice,
+# taskset: each execs the next, so $! is the loop's own pid), added to the
+# caller's array named $1 and to its pids.
+timed_spinner() {
+	local -n into=$1
+	local secs=$2
+	shift 2
+	"$@" bash -c 'e=$((SECONDS + $1)); while [ $SECONDS -lt $e ]; do :; done' _ "$secs" &
+	into+=($!)
 	pids+=($!)
-	nice -n 10 stress-ng --temp-path "$WORK" --cpu "$NCPU" --timeout "${secs}s" --quiet &
-	pids+=($!)
-	nice -n -5 stress-ng --temp-path "$WORK" --cpu 1 --timeout "${secs}s" --quiet &
-	pids+=($!)
-	start_pinned_hogs "$secs"
+}
+
+# The soak's load for $1 seconds, in the caller's pids (and EXEC_PID): CPU
+# hogs at nice 0 (NCPU of them, HOGS_N0), nice 10 (NCPU, HOGS_N10) and -5
+# (one, HOGS_M5), a nice-0 hog pinned to each CPU (HOGS_PIN), pipe
+# ping-pong, fork churn and 32 short sleepers (stress-ng), and an execl
+# loop. The hogs are busy loops, so that their pids are known and their CPU
+# time can be read.
+start_soak_load() {
+	local secs=$1 c
+	HOGS_N0=() HOGS_N10=() HOGS_M5=() HOGS_PIN=()
+	for c in $(seq 0 $((NCPU - 1))); do
+		timed_spinner HOGS_N0 "$secs"
+		timed_spinner HOGS_N10 "$secs" nice -n 10
+		timed_spinner HOGS_PIN "$secs" taskset -c "$c"
+	done
+	timed_spinner HOGS_M5 "$secs" nice -n -5
 	stress-ng --temp-path "$WORK" --pipe 1 --fork 1 --sleep 1 --sleep-max 32 \
 		--timeout "${secs}s" --quiet &
 	pids+=($!)
 	start_exec_loop "$secs"
+}
+
+# The soak: SOAK_SECS (default 600) of the soak's load (start_soak_load)
+# while the sleeper probe runs the whole time. No ejection, no sched_ext
+# error or stall, every load generator completes, and the probe never waits
+# SOAK_BOUND ms (default 1000, as in mixed_load) beyond its sleep.
+test_soak() {
+	local m ok=0 secs=${SOAK_SECS:-600} bound=${SOAK_BOUND:-1000} pids=() probe
+	m=$(dmesg_mark)
+	start_sched || return 1
+	start_soak_load "$secs"
 	say "load for ${secs} s: CPU hogs at nice 0, 10 and -5, a pinned hog per CPU, pipe, fork, an execl loop, 32 sleepers"
 	probe=$(sleeper_probe $((secs - 2)))
 	say "sleeper probe over the soak: worst wait beyond its 0.5 s sleep ${probe} ms (bound ${bound})"
@@ -1572,6 +1593,99 @@ test_soak() {
 	[ "$probe" -lt "$bound" ] || { say "the sleeper waited ${probe} ms"; ok=1; }
 	stop_sched || ok=1
 	check_rescues_traced || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+# Sums /proc/PID/schedstat (time on the CPU, time runnable but waiting,
+# times run) over pids "${@:2}" into the caller's array named $1, with
+# builtins only (a fork under the soak's load takes a TCG guest a good part
+# of a second); fails, naming it, if one of them has gone.
+schedstat_sum() {
+	local -n sum=$1
+	local p r w n
+	shift
+	sum=(0 0 0)
+	for p in "$@"; do
+		read -r r w n 2>/dev/null <"/proc/$p/schedstat" ||
+			{ say "pid $p has gone before its CPU time was read"; return 1; }
+		sum=($((sum[0] + r)) $((sum[1] + w)) $((sum[2] + n)))
+	done
+}
+
+# One run of the soak's load for SHARE_SECS (default 30) under whatever
+# scheduler runs now: each hog group's CPU time from 5 s after the load
+# starts to 5 s before it ends is read from schedstat, over the window's
+# measured length (starting the load under TCG takes seconds, so fixed
+# sleeps would read after the hogs had gone). Appends "group share%
+# wait_ms" lines (share of all the CPUs' time; the mean wait before each
+# run) to the caller's array named $1; sets SHARES_LOST if a hog had gone.
+soak_share_run() {
+	local -n out=$1
+	local secs=${SHARE_SECS:-30} pids=() g t0 t1 t2 hogs s
+	local -A r w n
+	t0=$SECONDS
+	start_soak_load "$secs"
+	sleep $((t0 + 5 - SECONDS > 0 ? t0 + 5 - SECONDS : 0))
+	t1=${EPOCHREALTIME/./}
+	for g in N0 N10 M5 PIN; do
+		hogs="HOGS_$g[@]"
+		schedstat_sum s "${!hogs}" || SHARES_LOST=1
+		r[$g]=$((-s[0])) w[$g]=$((-s[1])) n[$g]=$((-s[2]))
+	done
+	sleep $((t0 + secs - 5 - SECONDS > 0 ? t0 + secs - 5 - SECONDS : 0))
+	t2=${EPOCHREALTIME/./}
+	for g in N0 N10 M5 PIN; do
+		hogs="HOGS_$g[@]"
+		schedstat_sum s "${!hogs}" || SHARES_LOST=1
+		r[$g]=$((r[$g] + s[0])) w[$g]=$((w[$g] + s[1])) n[$g]=$((n[$g] + s[2]))
+	done
+	for g in N0 N10 M5 PIN; do
+		out+=("$(awk -v g="$g" -v r="${r[$g]}" -v wt="${w[$g]}" -v n="${n[$g]}" \
+			-v span=$(((t2 - t1) * NCPU)) 'BEGIN {
+				printf "%s %.1f %.1f", g, 100 * r / (span * 1e3), n ? wt / n / 1e6 : -1 }')")
+	done
+	wait_load
+}
+
+# The soak's hogs get the CPU shares the default scheduler gives them: the
+# soak's load (start_soak_load) runs SHARE_SECS under the default
+# scheduler, then under scx_fastpath, twice each, interleaved; each hog
+# group's share of the CPUs (mean of the two runs) must be within 20% of
+# the default's, or 1 point (the weights test's rule). The mean wait before
+# each run is shown, not asserted: the default's slices are shorter.
+test_soak_shares() {
+	local m ok=0 round g i def=() fp=() rescued=0 n
+	SHARES_LOST=0
+	m=$(dmesg_mark)
+	[ "$(state)" = disabled ] || { say "state $(state), want disabled for the default's runs"; return 1; }
+	for round in 1 2; do
+		soak_share_run def
+		start_sched || return 1
+		soak_share_run fp
+		still_attached "after the soak's load" || ok=1
+		stop_sched || ok=1
+		check_rescues_traced || ok=1
+		n=$(counter_total starve_rescue)
+		rescued=$((rescued + ${n:-0}))
+	done
+	say "hog groups' share of the CPUs (%), and mean wait before a run (ms), default vs fastpath, two runs each:"
+	for i in 0 1 2 3; do
+		awk -v d1="${def[i]}" -v d2="${def[i + 4]}" -v f1="${fp[i]}" -v f2="${fp[i + 4]}" 'BEGIN {
+			split(d1, a, " "); split(d2, b, " "); split(f1, c, " "); split(f2, d, " ")
+			printf "%s %.2f %.2f %s %s %s %s %s %s %s %s\n", a[1], (a[2] + b[2]) / 2, (c[2] + d[2]) / 2,
+				a[2], b[2], c[2], d[2], a[3], b[3], c[3], d[3] }'
+	done >"$WORK/shares"
+	while read -r g d f d1 d2 f1 f2 dw1 dw2 fw1 fw2; do
+		if share_close "$f" "$d"; then
+			say "  $g: $d% ($d1, $d2; waits $dw1, $dw2 ms) vs $f% ($f1, $f2; waits $fw1, $fw2 ms): ok"
+		else
+			say "  $g: $d% ($d1, $d2; waits $dw1, $dw2 ms) vs $f% ($f1, $f2; waits $fw1, $fw2 ms): NOT within 20% / 1 point"
+			ok=1
+		fi
+	done <"$WORK/shares"
+	say "starvation guard rescues over the two fastpath runs: $rescued"
+	[ "$SHARES_LOST" = 0 ] || { say "a hog had gone before its CPU time was read: the shares above are short"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
