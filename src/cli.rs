@@ -164,6 +164,17 @@ pub struct Opts {
     #[arg(long)]
     pub no_rcu_first: bool,
 
+    /// Whole slices for tasks lighter than nice 0
+    ///
+    /// By default a task whose weight (nice level and cgroup cpu.weight
+    /// together) is under nice 0's runs at most --slice-us times its weight
+    /// over nice 0's, and at least a sixteenth of --slice-us: the same
+    /// share in shorter, more frequent turns (a nice-10 hog behind a few
+    /// hogs otherwise waits about a second between turns). With this flag
+    /// every task gets the whole slice.
+    #[arg(long)]
+    pub no_light_slice: bool,
+
     /// A wakee waits behind a waker that keeps running
     ///
     /// When no CPU is idle, a task woken by one that keeps running (a
@@ -552,7 +563,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} light_slice={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -564,6 +575,7 @@ impl Opts {
             on_off(!self.no_fast_yield),
             on_off(!self.no_head_lag),
             on_off(!self.no_rcu_first),
+            on_off(!self.no_light_slice),
             on_off(self.local_preempt),
             on_off(!self.no_wake_local),
             on_off(!self.no_llc_steal),
@@ -597,6 +609,7 @@ mod tests {
         assert!(d.contains("queued_wakeup=off"), "{d}");
         assert!(d.contains("compact_layout=on"), "{d}");
         assert!(d.contains("lazy_vmin=on"), "{d}");
+        assert!(d.contains("light_slice=on"), "{d}");
         assert!(d.contains("wakeup_gran_us=1000"), "{d}");
         assert!(d.contains("hog_run_us=1000"), "{d}");
         assert!(d.contains("fast_yield=on"), "{d}");
@@ -620,6 +633,7 @@ mod tests {
             "--no-compact-layout",
             "--no-lazy-vmin",
             "--no-fast-yield",
+            "--no-light-slice",
             "--wakeup-gran-us",
             "0",
         ]);
@@ -631,6 +645,7 @@ mod tests {
             "compact_layout=off",
             "lazy_vmin=off",
             "fast_yield=off",
+            "light_slice=off",
             "wakeup_gran_us=0",
         ] {
             assert!(d.contains(off), "{d}");

@@ -54,6 +54,9 @@ pub const LIVE: &[(&str, Apply)] = &[
     ("fast-yield", |o, v| switch(&mut o.no_fast_yield, v, false)),
     ("head-lag", |o, v| switch(&mut o.no_head_lag, v, false)),
     ("rcu-first", |o, v| switch(&mut o.no_rcu_first, v, false)),
+    ("light-slice", |o, v| {
+        switch(&mut o.no_light_slice, v, false)
+    }),
     ("local-preempt", |o, v| {
         switch(&mut o.local_preempt, v, true)
     }),

@@ -94,6 +94,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         hog_hysteresis: u8::from(!opts.no_hog_hysteresis),
         llc_steal: u8::from(!opts.no_llc_steal),
         lazy_vmin: u8::from(!opts.no_lazy_vmin),
+        light_slice: u8::from(!opts.no_light_slice),
         // The struct's tail padding, where the skeleton names one.
         ..Default::default()
     }

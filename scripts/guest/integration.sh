@@ -1245,6 +1245,59 @@ test_rcu_first() {
 	return $ok
 }
 
+# Light slices: a nice-10 busy loop beside a nice-0 one on $WEIGHT_CPU for
+# WEIGHT_SECS. Writes "share% wait_ms runs" for the nice-10 loop to
+# $WORK/light.txt: its share of the two loops' CPU time, its mean wait
+# before a run and its runs, from /proc/PID/schedstat.
+light_pair() {
+	local a b ra wa na rb wb nb r w n
+	a=$(spinner nice -n 0)
+	b=$(spinner nice -n 10)
+	sleep 1
+	read -r ra wa na <"/proc/$a/schedstat"
+	read -r rb wb nb <"/proc/$b/schedstat"
+	sleep "$WEIGHT_SECS"
+	read -r r w n <"/proc/$a/schedstat"
+	ra=$((r - ra))
+	read -r r w n <"/proc/$b/schedstat"
+	rb=$((r - rb)) wb=$((w - wb)) nb=$((n - nb))
+	kill "$a" "$b"
+	wait "$a" "$b" 2>/dev/null
+	awk -v a="$ra" -v b="$rb" -v w="$wb" -v n="$nb" 'BEGIN {
+		printf "%.1f %.1f %d\n", (a + b) ? 100 * b / (a + b) : -1,
+			n ? w / n / 1e6 : -1, n
+	}' >"$WORK/light.txt"
+}
+
+# With light slices the nice-10 loop gets the same share (within 20% or
+# 1 point) in turns at least twice as close together (the mean wait before
+# a run), and slice_light moves; with --no-light-slice it stays 0. At
+# HZ=250 a slice ends at the first tick after it is used up, so a light
+# slice runs up to a tick, not its nominal length.
+test_light_slice() {
+	local m ok=0 on off
+	m=$(dmesg_mark)
+	[ "$(state)" = disabled ] || { say "state $(state), want disabled for the default's run"; return 1; }
+	light_pair
+	say "default: nice 10 beside nice 0 on CPU $WEIGHT_CPU: share%, mean wait ms, runs: $(<"$WORK/light.txt")"
+	run_under_sched light_pair || return 1
+	on=$(<"$WORK/light.txt")
+	say "on:  share%, mean wait ms, runs: $on"
+	[ "$(say_counters slice_light)" -gt 0 ] || { say "no light slice was cut"; ok=1; }
+	say_counters slice_light_kick >/dev/null
+	SCHED_ARGS="--no-light-slice" run_under_sched light_pair || return 1
+	off=$(<"$WORK/light.txt")
+	say "off: share%, mean wait ms, runs: $off"
+	[ "$(say_counters slice_light)" -eq 0 ] || { say "slice_light moved with --no-light-slice"; ok=1; }
+	share_close "${on%% *}" "${off%% *}" ||
+		{ say "the share changed: ${on%% *}% with light slices, ${off%% *}% without"; ok=1; }
+	awk -v on="$(cut -d' ' -f2 <<<"$on")" -v off="$(cut -d' ' -f2 <<<"$off")" \
+		'BEGIN { exit !(on > 0 && on * 2 <= off) }' ||
+		{ say "turns not twice as close together with light slices"; ok=1; }
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 # ---------------------------------------------------------------------------
 # Fault cases (scripts/test --faults runs them with the default set). Each
 # prints what it observed; each fails on an ejection, a kernel error, or a
@@ -1771,7 +1824,7 @@ test_topology() {
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
+DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do

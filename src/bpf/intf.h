@@ -156,6 +156,7 @@ struct fp_tune {
 	u8 hog_hysteresis;
 	u8 llc_steal;
 	u8 lazy_vmin;
+	u8 light_slice;
 };
 
 /*
@@ -223,6 +224,8 @@ enum fp_stat_idx {
 	FP_STAT_RCU_FIRST,	/* a task preempted inside an RCU read-side section was queued first on its CPU */
 	FP_STAT_CGROUP_WEIGHT,	/* a cgroup's cpu.weight was set or changed */
 	FP_STAT_SLICE_SHORT,	/* a task was queued behind more than FP_DEEP_QUEUE with a shorter slice */
+	FP_STAT_SLICE_LIGHT,	/* with light_slice: a task lighter than nice 0 started a run with its slice cut to its weight */
+	FP_STAT_SLICE_LIGHT_KICK,	/* ... and the timer armed for the cut slice's end preempted it (before the tick would have) */
 
 	/* Hot data (fast path 4). */
 	FP_STAT_VMIN_LAZY,	/* ops.running(): the CPU's clock moved by under 1/16 slice and was not written (lazy_vmin) */

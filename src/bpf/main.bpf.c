@@ -444,11 +444,12 @@ static __always_inline u64 task_vtime(struct task_struct *p, s32 cpu)
  * periodic sleeper against a CPU hog waited most of a slice one wakeup in
  * five. Instead, a timer per CPU kicks it when the floor has passed, if the
  * same run is still going on (curr_started unchanged) and nobody kicked it
- * meanwhile.
+ * meanwhile. The same timer ends light slices (light_slice()) on time.
  */
 struct fp_defer {
 	struct bpf_timer timer;
 	u64 started;	/* curr_started of the run to preempt */
+	u32 light;	/* armed to end a light slice, not for a wakee */
 };
 
 struct {
@@ -463,26 +464,39 @@ static int defer_fire(void *map, u32 *key, struct fp_defer *d)
 	s32 cpu = *key & (FP_MAX_CPUS - 1);
 	struct fp_cpu *cctx = cpu_ctx(cpu);
 
-	if (!tune.deferred_preempt ||
+	bool light = READ_ONCE(d->light);
+
+	if ((!light && !tune.deferred_preempt) ||
 	    READ_ONCE(cctx->curr_started) != READ_ONCE(d->started) ||
 	    !READ_ONCE(cctx->curr_busy) || READ_ONCE(cctx->kicked))
 		return 0;
 	WRITE_ONCE(cctx->kicked, 1);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-	stat_inc(FP_STAT_WAKE_DEFER_KICK);
+	stat_inc(light ? FP_STAT_SLICE_LIGHT_KICK : FP_STAT_WAKE_DEFER_KICK);
 	return 0;
 }
 
-static void defer_preempt(s32 cpu, u64 started, u64 delay)
+/* Arm @cpu's timer to preempt the run that started at @started. */
+static bool arm_preempt_timer(s32 cpu, u64 started, u64 delay, bool light)
 {
 	u32 key = cpu;
 	struct fp_defer *d = bpf_map_lookup_elem(&defer_timers, &key);
 
 	if (!d)
-		return;
-	/* A second wakeup for the same run re-arms it for the same time. */
+		return false;
+	/*
+	 * A second arming replaces the first: a wakee whose floor ends after
+	 * a light slice lets that run go on to the floor (or the next tick),
+	 * not longer.
+	 */
 	WRITE_ONCE(d->started, started);
-	if (!bpf_timer_start(&d->timer, delay, 0))
+	WRITE_ONCE(d->light, light);
+	return !bpf_timer_start(&d->timer, delay, 0);
+}
+
+static void defer_preempt(s32 cpu, u64 started, u64 delay)
+{
+	if (arm_preempt_timer(cpu, started, delay, false))
 		stat_inc(FP_STAT_WAKE_DEFERRED);
 }
 
@@ -918,6 +932,52 @@ static __always_inline u64 queue_slice(u64 waiting)
 	stat_inc(FP_STAT_SLICE_SHORT);
 	slice = tune.slice_ns * FP_DEEP_QUEUE / waiting;
 	return slice > floor ? slice : floor;
+}
+
+/*
+ * Light slices: a task lighter than nice 0 (weight under 100, its cgroup's
+ * included) runs at most slice * weight / 100, and never less than
+ * slice / FP_SLICE_DIV_MAX. Its share does not change, only how it is cut:
+ * a run advances its vtime by run * 100 / weight, so a nice-10 hog that ran
+ * a whole 5 ms slice came back 47 ms of vtime ahead and then waited while
+ * every task on its CPU used that up, turns about a second apart behind a
+ * few hogs, where the starvation guard rescued it (soak_shares: 40-50
+ * rescues in 30 s) and the default scheduler's turns were 0.3-0.4 s apart.
+ * Cut to its weight, it waits about one nice-0 slice per hog on its CPU.
+ * Tasks at or above nice 0 keep the whole slice.
+ *
+ * The core notices a used-up slice only at a tick (4 ms at HZ=250), and
+ * busy loops that take turns switch on ticks: a 0.5 ms slice would run
+ * to the next tick, 4 ms, against 8 ms for the whole 5 ms slice. So a cut
+ * slice also arms the CPU's preemption timer (arm_preempt_timer()) for its
+ * end; only light tasks pay for the timer.
+ */
+static __always_inline u64 light_slice(u64 slice, u64 weight)
+{
+	u64 cut, floor = tune.slice_ns / FP_SLICE_DIV_MAX;
+
+	if (likely(!tune.light_slice || weight >= 100))
+		return slice;
+	cut = tune.slice_ns * weight / 100;
+	cut = cut > floor ? cut : floor;
+	return cut < slice ? cut : slice;
+}
+
+/*
+ * Cut @p's slice to its weight, as it starts a run (ops.running(), which
+ * every way onto a CPU passes: an idle CPU's local DSQ, a wake-local insert,
+ * a CPU's DSQ, a steal) or is kept on in ops.dispatch().
+ */
+static void cut_light_slice(struct task_struct *p, s32 cpu, u64 started,
+			    u64 weight)
+{
+	u64 slice = light_slice(p->scx.slice, weight);
+
+	if (likely(slice >= p->scx.slice))
+		return;
+	scx_bpf_task_set_slice(p, slice);
+	arm_preempt_timer(cpu, started, slice, true);
+	stat_inc(FP_STAT_SLICE_LIGHT);
 }
 
 /* Insert @p on @cpu's DSQ at @vtime, with the slice the queue's depth allows. */
@@ -1592,6 +1652,8 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 		if (prev_runnable && can_run_on(prev, cpu) &&
 		    !time_before(head->scx.dsq_vtime, running_vtime(prev, cpu))) {
 			scx_bpf_task_set_slice(prev, tune.slice_ns);
+			cut_light_slice(prev, cpu, cctx->curr_started,
+					cctx->curr_weight);
 			stat_inc(FP_STAT_KEEP_FAIR);
 			return;
 		}
@@ -1719,6 +1781,7 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	cctx->curr_vtime = vtime;
 	cctx->curr_started = now;
 	cctx->curr_weight = tctx ? task_weight(p, tctx) : 100;
+	cut_light_slice(p, cpu, now, cctx->curr_weight);
 	WRITE_ONCE(cctx->curr_busy, 1);
 	WRITE_ONCE(cctx->curr_kthread, !!(p->flags & PF_KTHREAD));
 	WRITE_ONCE(cctx->curr_long, hog_class(tctx));
