@@ -1252,20 +1252,17 @@ test_rcu_first() {
 # $WORK/light.txt: its share of the two loops' CPU time, its mean wait
 # before a run and its runs, from /proc/PID/schedstat.
 light_pair() {
-	local a b ra wa na rb wb nb r w n
+	local a b a0 b0 a1 b1
 	a=$(spinner nice -n 0)
 	b=$(spinner nice -n 10)
 	sleep 1
-	read -r ra wa na <"/proc/$a/schedstat"
-	read -r rb wb nb <"/proc/$b/schedstat"
+	schedstat_sum a0 "$a" && schedstat_sum b0 "$b"
 	sleep "$WEIGHT_SECS"
-	read -r r w n <"/proc/$a/schedstat"
-	ra=$((r - ra))
-	read -r r w n <"/proc/$b/schedstat"
-	rb=$((r - rb)) wb=$((w - wb)) nb=$((n - nb))
+	schedstat_sum a1 "$a" && schedstat_sum b1 "$b"
 	kill "$a" "$b"
 	wait "$a" "$b" 2>/dev/null
-	awk -v a="$ra" -v b="$rb" -v w="$wb" -v n="$nb" 'BEGIN {
+	awk -v a=$((a1[0] - a0[0])) -v b=$((b1[0] - b0[0])) -v w=$((b1[1] - b0[1])) \
+		-v n=$((b1[2] - b0[2])) 'BEGIN {
 		printf "%.1f %.1f %d\n", (a + b) ? 100 * b / (a + b) : -1,
 			n ? w / n / 1e6 : -1, n
 	}' >"$WORK/light.txt"
@@ -1273,11 +1270,10 @@ light_pair() {
 
 # With light slices the nice-10 loop gets the same share (within 20% or
 # 1 point) in turns at least twice as close together (the mean wait before
-# a run), and slice_light moves; with --no-light-slice it stays 0. At
-# HZ=250 a slice ends at the first tick after it is used up, so a light
-# slice runs up to a tick, not its nominal length.
+# a run), and slice_light moves; with --no-light-slice it stays 0. Without
+# the timer that ends a cut slice, it ran to the next tick and this failed.
 test_light_slice() {
-	local m ok=0 on off
+	local m ok=0 on off on_share on_wait off_share off_wait
 	m=$(dmesg_mark)
 	[ "$(state)" = disabled ] || { say "state $(state), want disabled for the default's run"; return 1; }
 	light_pair
@@ -1291,9 +1287,11 @@ test_light_slice() {
 	off=$(<"$WORK/light.txt")
 	say "off: share%, mean wait ms, runs: $off"
 	[ "$(say_counters slice_light)" -eq 0 ] || { say "slice_light moved with --no-light-slice"; ok=1; }
-	share_close "${on%% *}" "${off%% *}" ||
-		{ say "the share changed: ${on%% *}% with light slices, ${off%% *}% without"; ok=1; }
-	awk -v on="$(cut -d' ' -f2 <<<"$on")" -v off="$(cut -d' ' -f2 <<<"$off")" \
+	read -r on_share on_wait _ <<<"$on"
+	read -r off_share off_wait _ <<<"$off"
+	share_close "$on_share" "$off_share" ||
+		{ say "the share changed: $on_share% with light slices, $off_share% without"; ok=1; }
+	awk -v on="$on_wait" -v off="$off_wait" \
 		'BEGIN { exit !(on > 0 && on * 2 <= off) }' ||
 		{ say "turns not twice as close together with light slices"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
@@ -1699,9 +1697,8 @@ add_group_times() {
 # run) to the caller's array named $1; sets SHARES_LOST if a hog had gone.
 soak_share_run() {
 	local -n out=$1
-	local secs=${SHARE_SECS:-30} pids=() g t0 t1 t2
+	local secs=${SHARE_SECS:-30} pids=() hogs g t0 t1 t2
 	local -A r w n
-	local hogs
 	t0=$SECONDS
 	# The hogs outlive the window by a minute and are ended here, so that
 	# a read that comes late still finds them: one run lost a hog that
