@@ -548,7 +548,7 @@ boot_mark=0
 # --idle-hold-us 1000) is not in the default set: with this policy it got
 # the scheduler ejected in 1 of 2 runs ("watchdog failed to check in for
 # 10.008s"), cause not found yet (README, Known issues); TESTS=hold_races
-# runs it. Nor is soak_shares, which failed 1 of 9 runs that measured (README,
+# runs it. Nor is soak_shares, which failed 2 of 12 runs that measured (README,
 # Known issues): it goes in once it has passed 5 in a row with its hogs
 # outliving the window.
 
