@@ -1250,15 +1250,16 @@ test_rcu_first() {
 # Light slices: a nice-10 busy loop beside a nice-0 one on $WEIGHT_CPU for
 # WEIGHT_SECS. Writes "share% wait_ms runs" for the nice-10 loop to
 # $WORK/light.txt: its share of the two loops' CPU time, its mean wait
-# before a run and its runs, from /proc/PID/schedstat.
+# before a run and its runs, from /proc/PID/schedstat. Fails if a loop
+# had gone before a read, rather than judge what was not measured.
 light_pair() {
-	local a b a0 b0 a1 b1
+	local a b a0 b0 a1 b1 ok=0
 	a=$(spinner nice -n 0)
 	b=$(spinner nice -n 10)
 	sleep 1
-	schedstat_sum a0 "$a" && schedstat_sum b0 "$b"
+	schedstat_sum a0 "$a" && schedstat_sum b0 "$b" || ok=1
 	sleep "$WEIGHT_SECS"
-	schedstat_sum a1 "$a" && schedstat_sum b1 "$b"
+	schedstat_sum a1 "$a" && schedstat_sum b1 "$b" || ok=1
 	kill "$a" "$b"
 	wait "$a" "$b" 2>/dev/null
 	awk -v a=$((a1[0] - a0[0])) -v b=$((b1[0] - b0[0])) -v w=$((b1[1] - b0[1])) \
@@ -1266,6 +1267,7 @@ light_pair() {
 		printf "%.1f %.1f %d\n", (a + b) ? 100 * b / (a + b) : -1,
 			n ? w / n / 1e6 : -1, n
 	}' >"$WORK/light.txt"
+	return $ok
 }
 
 # With light slices the nice-10 loop gets the same share (within 20% or
@@ -1276,7 +1278,7 @@ test_light_slice() {
 	local m ok=0 on off on_share on_wait off_share off_wait
 	m=$(dmesg_mark)
 	[ "$(state)" = disabled ] || { say "state $(state), want disabled for the default's run"; return 1; }
-	light_pair
+	light_pair || return 1
 	say "default: nice 10 beside nice 0 on CPU $WEIGHT_CPU: share%, mean wait ms, runs: $(<"$WORK/light.txt")"
 	run_under_sched light_pair || return 1
 	on=$(<"$WORK/light.txt")
