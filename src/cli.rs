@@ -238,17 +238,16 @@ pub struct Opts {
     #[arg(long)]
     pub no_rt_away: bool,
 
-    /// Experimental: CPUs take what waits where an RT task runs
+    /// A task queued where an RT task runs waits there (RT rescue off)
     ///
-    /// Experimental, off by default. A task queued on a CPU that an RT or
-    /// deadline task holds (the task it preempted, or a wakeup that found no
-    /// better CPU) waits until that CPU is free, another CPU has nothing of
-    /// its own to run, or the kernel's ext server gives it its 50 ms a
-    /// second. With --rt-rescue the next CPUs that run ours take it before
-    /// their own queue. It tripped the kernel's watchdog in 2 of 5 sleeper
-    /// storms (README, Known issues).
+    /// A task queued on a CPU that an RT or deadline task holds (the task
+    /// it preempted, once the kernel's ext server has run it, or a wakeup
+    /// that found no better CPU) waits until that CPU is free, another CPU
+    /// has nothing of its own to run, or the ext server gives it its 50 ms
+    /// a second. By default the next CPUs that run ours take it before
+    /// their own queue (README, How it schedules).
     #[arg(long)]
-    pub rt_rescue: bool,
+    pub no_rt_rescue: bool,
 
     /// Fast path 1 off (pinned tasks)
     ///
@@ -582,7 +581,7 @@ impl Opts {
             on_off(!self.no_hog_hysteresis),
             on_off(!self.no_wake_away),
             on_off(!self.no_rt_away),
-            on_off(self.rt_rescue),
+            on_off(!self.no_rt_rescue),
             on_off(!self.no_pinned_fastpath),
             on_off(!self.no_cheap_wakeup),
             on_off(self.queued_wakeup),
@@ -616,7 +615,7 @@ mod tests {
         assert!(d.contains("sync_wake=off"), "{d}");
         assert!(d.contains("deferred_preempt=on"), "{d}");
         assert!(d.contains("rt_away=on"), "{d}");
-        assert!(d.contains("rt_rescue=off"), "{d}");
+        assert!(d.contains("rt_rescue=on"), "{d}");
         assert!(d.contains("wake_local=on"), "{d}");
         assert!(d.contains("llc_steal=on"), "{d}");
         assert!(d.contains("pull_gran_us=1000"), "{d}");

@@ -68,7 +68,7 @@ pub const LIVE: &[(&str, Apply)] = &[
     }),
     ("wake-away", |o, v| switch(&mut o.no_wake_away, v, false)),
     ("rt-away", |o, v| switch(&mut o.no_rt_away, v, false)),
-    ("rt-rescue", |o, v| switch(&mut o.rt_rescue, v, true)),
+    ("rt-rescue", |o, v| switch(&mut o.no_rt_rescue, v, false)),
     ("pinned-fastpath", |o, v| {
         switch(&mut o.no_pinned_fastpath, v, false)
     }),

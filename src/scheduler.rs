@@ -88,7 +88,7 @@ fn tune_of(opts: &Opts) -> FpTune {
         sync_affine: u8::from(opts.sync_affine),
         wake_away: u8::from(!opts.no_wake_away),
         rt_away: u8::from(!opts.no_rt_away),
-        rt_rescue: u8::from(opts.rt_rescue),
+        rt_rescue: u8::from(!opts.no_rt_rescue),
         local_preempt: u8::from(opts.local_preempt),
         wake_local: u8::from(!opts.no_wake_local),
         hog_hysteresis: u8::from(!opts.no_hog_hysteresis),
@@ -119,30 +119,15 @@ fn cpu_llcs(nr_cpus: usize) -> Result<(Vec<u32>, usize)> {
     Ok((llcs, ids.len()))
 }
 
-/// A warning for each experimental setting in force, at start and when `set`
-/// turns one on.
-fn experimental(opts: &Opts) -> Vec<&'static str> {
-    let mut w = Vec::new();
-    if opts.idle_hold_us > 0 {
-        w.push(
-            "the idle hold (--idle-hold-us) is experimental: under heavy sleeper storms it has \
-             tripped the kernel's watchdog (see README, Known issues)",
-        );
-    }
-    if opts.rt_rescue {
-        w.push(
-            "RT rescue (--rt-rescue, live key rt-rescue) is experimental: it tripped the \
-             kernel's watchdog in 2 of 5 sleeper storms (see README, Known issues)",
-        );
-    }
-    w
-}
-
 impl<'obj> Scheduler<'obj> {
     pub fn init(opts: &Opts, open_object: &'obj mut MaybeUninit<OpenObject>) -> Result<Self> {
         let nr_cpus = preflight::nr_cpu_ids()?;
-        for w in experimental(opts) {
-            warn!("{w}");
+        // The one experimental setting; it cannot be turned on live.
+        if opts.idle_hold_us > 0 {
+            warn!(
+                "the idle hold (--idle-hold-us) is experimental: under heavy sleeper storms it \
+                 has tripped the kernel's watchdog (see README, Known issues)"
+            );
         }
         if nr_cpus > bpf_intf::fp_consts_FP_MAX_CPUS as usize {
             bail!(
@@ -429,13 +414,6 @@ impl<'obj> Scheduler<'obj> {
             done.join(" "),
             self.opts.describe()
         );
-        let before = experimental(&self.opts);
-        for w in experimental(&opts)
-            .into_iter()
-            .filter(|w| !before.contains(w))
-        {
-            warn!("{w}");
-        }
         self.opts = opts;
         let config = self.opts.describe();
         // A JSON sample carries the config itself.

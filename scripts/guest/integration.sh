@@ -647,11 +647,6 @@ test_live_set() {
 	fi
 	grep -q 'set pinned-fastpath=off slice-us=3000 (live' "$SCHED_LOG" ||
 		{ say "the loader did not log the change"; ok=1; }
-	# An experimental switch turned on live warns as it does at start.
-	"$SCHED" set rt-rescue=on >/dev/null || ok=1
-	grep -q 'RT rescue (--rt-rescue, live key rt-rescue) is experimental' "$SCHED_LOG" ||
-		{ say "set rt-rescue=on did not warn that RT rescue is experimental"; ok=1; }
-	"$SCHED" set rt-rescue=off >/dev/null || ok=1
 
 	for bad in "slice-us=99" "idle-hold-us=5" "head-lag=maybe" "nonsense"; do
 		out=$("$SCHED" set "$bad" 2>&1)
@@ -891,11 +886,11 @@ test_tui() {
 
 # An RT (SCHED_FIFO) hog takes the last CPU for RT_SECS (15) while unpinned
 # CPU hogs and the sleeper probe run. A wakee whose CPU the RT task holds
-# goes to a CPU that runs ours (wake_rt_away), and with the experimental
-# --rt-rescue the other CPU takes what is queued on the RT CPU (rt_rescued):
-# both must move then, and with --no-rt-away (rescue is off by default)
-# neither can. The sleeper's worst wait is reported for both, not bounded:
-# a run with RT away read 541 ms (a whole 0.5 s sleep period lost, as in
+# goes to a CPU that runs ours (wake_rt_away), and the other CPU takes what
+# is queued on the RT CPU (rt_rescued): by default both must move, and with
+# --no-rt-away --no-rt-rescue neither can. The sleeper's worst wait is
+# reported for both, not bounded: a run with RT away read 541 ms (a whole
+# 0.5 s sleep period lost, as in
 # half the runs without it), so a bound would only flake. Nothing is
 # ejected either way. A run before both has no RT task of ours: timer wakeups
 # that come in bursts (stress-ng timerfd and sleep), where a CPU that an
@@ -933,9 +928,9 @@ test_rt_hog() {
 	detached_on_request || ok=1
 	for mode in on off; do
 		if [ "$mode" = on ]; then
-			SCHED_ARGS="--rt-rescue" run_under_sched rt_workload || ok=1
+			SCHED_ARGS="" run_under_sched rt_workload || ok=1
 		else
-			SCHED_ARGS="--no-rt-away" run_under_sched rt_workload || ok=1
+			SCHED_ARGS="--no-rt-away --no-rt-rescue" run_under_sched rt_workload || ok=1
 		fi
 		probe=$(sed -n 's/^probe: //p' "$WORK/workload.log")
 		say "rt_away and rt_rescue $mode: RT hog on CPU $((NCPU - 1)), $NCPU CPU hogs: sleeper's worst wait ${probe:-?} ms"
@@ -944,7 +939,7 @@ test_rt_hog() {
 			[ "$(say_counters rt_rescued)" -gt 0 ] || { say "no task was taken from the RT CPU's queue"; ok=1; }
 		else
 			[ "$(say_counters wake_rt_away rt_rescued)" -eq 0 ] ||
-				{ say "an RT counter moved with --no-rt-away and no --rt-rescue"; ok=1; }
+				{ say "an RT counter moved with --no-rt-away --no-rt-rescue"; ok=1; }
 		fi
 		detached_on_request || ok=1
 	done
@@ -1571,11 +1566,11 @@ test_rt_each_cpu() {
 	local m ok=0 c out probe min rt_share secs=${RT_EACH_SECS:-10} bound=${RT_EACH_BOUND:-1000} rt_runtime other
 	m=$(dmesg_mark)
 	[ "$NCPU" -ge 2 ] || { say "needs 2 CPUs"; return 1; }
-	# The share bound holds only with the experimental rescue: without it
+	# The share bound holds only with RT rescue (on by default): without it
 	# the least-served loop got 10-17% (README, Known issues).
-	# RT_EACH_ARGS="" runs the defaults.
+	# RT_EACH_ARGS=--no-rt-rescue runs it without.
 	# shellcheck disable=SC2086 # word-split on purpose: flags
-	start_sched ${RT_EACH_ARGS---rt-rescue} || return 1
+	start_sched ${RT_EACH_ARGS-} || return 1
 	rt_runtime=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 	if [ "$rt_runtime" = -1 ] || [ "$rt_runtime" -ge "$(cat /proc/sys/kernel/sched_rt_period_us)" ]; then
 		other=950000
