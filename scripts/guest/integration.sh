@@ -221,10 +221,11 @@ run_under_sched() {
 setup_exec_loops() {
 	cp /bin/true "$WORK/true"
 	cp /bin/bash "$WORK/bash"
-	cat >"$WORK/execl.sh" <<'EOS'
-#!/tmp/scx-tests/bash
-# An execl loop: the process replaces itself $1 more times.
-[ "$1" -gt 0 ] && exec /tmp/scx-tests/bash /tmp/scx-tests/execl.sh $(($1 - 1))
+	# $WORK expanded here, so that a WORK of the caller's works too.
+	cat >"$WORK/execl.sh" <<EOS
+#!$WORK/bash
+# An execl loop: the process replaces itself \$1 more times.
+[ "\$1" -gt 0 ] && exec $WORK/bash $WORK/execl.sh \$((\$1 - 1))
 exit 0
 EOS
 	chmod +x "$WORK/execl.sh"
@@ -548,9 +549,7 @@ boot_mark=0
 # --idle-hold-us 1000) is not in the default set: with this policy it got
 # the scheduler ejected in 1 of 2 runs ("watchdog failed to check in for
 # 10.008s"), cause not found yet (README, Known issues); TESTS=hold_races
-# runs it. Nor is soak_shares, which failed 2 of 12 runs that measured (README,
-# Known issues): it goes in once it has passed 5 in a row with its hogs
-# outliving the window.
+# runs it.
 
 # scxtop's request, byte for byte: it connects once and sends
 # {"req":"stats","args":{}} (no target, so "top") on every refresh of its
@@ -1630,8 +1629,24 @@ start_soak_load() {
 	timed_spinner HOGS_M5 "$hog_secs" nice -n -5
 	stress-ng --temp-path "$WORK" --pipe 1 --fork 1 --sleep 1 --sleep-max 32 \
 		--timeout "${secs}s" --quiet &
+	SOAK_STRESS_PID=$!
 	pids+=($!)
 	start_exec_loop "$secs"
+}
+
+# Seconds (whole) until process $1 has $2 children, polled with builtins;
+# fails after $3 seconds.
+children_after() {
+	local pid=$1 want=$2 limit=$3 t0=$SECONDS kids
+	while :; do
+		# The file ends without a newline, so read fails having read it.
+		kids=()
+		read -ra kids <"/proc/$pid/task/$pid/children" 2>/dev/null
+		[ "${#kids[@]}" -ge "$want" ] && break
+		[ $((SECONDS - t0)) -lt "$limit" ] || return 1
+		sleep 0.2
+	done
+	echo $((SECONDS - t0))
 }
 
 # The soak: SOAK_SECS (default 600) of the soak's load (start_soak_load)
@@ -1694,18 +1709,26 @@ add_group_times() {
 # run) to the caller's array named $1; sets SHARES_LOST if a hog had gone.
 soak_share_run() {
 	local -n out=$1
-	local secs=${SHARE_SECS:-30} pids=() hogs g t0 t1 t2
+	local secs=${SHARE_SECS:-30} pids=() hogs g t0 t1 t2 started
 	local -A r w n
-	t0=$SECONDS
 	# The hogs outlive the window by a minute and are ended here, so that
 	# a read that comes late still finds them: one run lost a hog that
 	# ended 5 s after the read was due (docs/faults,
-	# 2026-12-04-soak-shares-34b0507.log).
-	start_soak_load "$secs" $((secs + 60))
-	sleep $((t0 + 5 - SECONDS > 0 ? t0 + 5 - SECONDS : 0))
+	# 2026-12-04-soak-shares-34b0507.log). The churn runs 20 s longer
+	# than the window, which opens only once stress-ng's three workers
+	# run: until then the hogs have the CPUs to themselves. With WORK on
+	# the host's 9p share, 15 s runs without this wait read the nice-0
+	# hogs at 9.6-24.7% where 4.5% is normal; on the guest's tmpfs the
+	# workers start within 2 s.
+	start_soak_load $((secs + 20)) $((secs + 80))
+	started=$(children_after "$SOAK_STRESS_PID" 3 20) ||
+		{ say "stress-ng's workers had not started after 20 s"; SHARES_LOST=1; started=20; }
+	say "  $1 run: stress-ng's workers ran ${started} s after the load began"
+	t0=$SECONDS
+	sleep 2
 	t1=${EPOCHREALTIME/./}
 	add_group_times -1
-	sleep $((t0 + secs - 5 - SECONDS > 0 ? t0 + secs - 5 - SECONDS : 0))
+	sleep $((t0 + secs - 8 - SECONDS > 0 ? t0 + secs - 8 - SECONDS : 0))
 	t2=${EPOCHREALTIME/./}
 	add_group_times 1
 	for g in N0 N10 M5 PIN; do
@@ -1720,27 +1743,50 @@ soak_share_run() {
 	wait_load
 }
 
+# One measured run of the soak's load under scx_fastpath (see
+# soak_share_run), its results appended to the caller's fp array; adds
+# the starvation guard's rescues to the caller's rescued.
+soak_share_fp() {
+	local n
+	start_sched || return 1
+	soak_share_run fp
+	still_attached "after the soak's load" || ok=1
+	stop_sched || ok=1
+	check_rescues_traced || ok=1
+	n=$(counter_total starve_rescue)
+	rescued=$((rescued + ${n:-0}))
+}
+
 # The soak's hogs get the CPU shares the default scheduler gives them: the
 # soak's load (start_soak_load) runs SHARE_SECS under the default
-# scheduler, then under scx_fastpath, twice each, interleaved; each hog
-# group's share of the CPUs (mean of the two runs) must be within 20% of
-# the default's, or 1 point (the weights test's rule). The mean wait before
-# each run is shown, not asserted: the default's slices are shorter.
+# scheduler and under scx_fastpath, twice each, in the order default,
+# fastpath, fastpath, default, so that a drift over the test weighs on
+# both alike; each hog group's share of the CPUs (mean of the two runs)
+# must be within 20% of the default's, or 1 point (the weights test's
+# rule). The mean wait before each run is shown, not asserted: the
+# default's slices are shorter.
+#
+# First the load runs SHARE_WARM_SECS unmeasured. Both failures in 12
+# runs came with soak_shares first in a fresh guest and the default's
+# first run reading high in every group (nice -5 hog 8.9% and 9.3%,
+# against 6.2-7.3% in its second runs): in the seven runs that came
+# first in their guest the default's first run gave that hog 6.7-9.3%
+# (mean 7.9%), its second 6.2-7.3% (mean 6.9%). Why the first run is
+# light on churn is not pinned down (see soak_share_run for one way it
+# can be); with the warm-up, the order and soak_share_run's wait, the
+# default's two runs agreed within 0.3 points in 5 of 5 (docs/faults,
+# 2026-12-04-soak-shares-5x-ready.log).
 test_soak_shares() {
-	local m ok=0 round g i def=() fp=() rescued=0 n
+	local m ok=0 g i def=() fp=() rescued=0 warm=()
 	SHARES_LOST=0
 	m=$(dmesg_mark)
 	[ "$(state)" = disabled ] || { say "state $(state), want disabled for the default's runs"; return 1; }
-	for round in 1 2; do
-		soak_share_run def
-		start_sched || return 1
-		soak_share_run fp
-		still_attached "after the soak's load" || ok=1
-		stop_sched || ok=1
-		check_rescues_traced || ok=1
-		n=$(counter_total starve_rescue)
-		rescued=$((rescued + ${n:-0}))
-	done
+	SHARE_SECS=${SHARE_WARM_SECS:-15} soak_share_run warm
+	say "warm-up, ${SHARE_WARM_SECS:-15} s under the default, not counted: $(printf '%s; ' "${warm[@]}")"
+	soak_share_run def
+	soak_share_fp || return 1
+	soak_share_fp || return 1
+	soak_share_run def
 	say "hog groups' share of the CPUs (%), and mean wait before a run (ms), default vs fastpath, two runs each:"
 	for i in 0 1 2 3; do
 		awk -v d1="${def[i]}" -v d2="${def[i + 4]}" -v f1="${fp[i]}" -v f2="${fp[i + 4]}" 'BEGIN {
@@ -1757,7 +1803,7 @@ test_soak_shares() {
 		fi
 	done <"$WORK/shares"
 	say "starvation guard rescues over the two fastpath runs: $rescued"
-	[ "$SHARES_LOST" = 0 ] || { say "a hog had gone before its CPU time was read: the shares above are short"; ok=1; }
+	[ "$SHARES_LOST" = 0 ] || { say "a hog had gone before its CPU time was read, or the churn had not started: the shares above do not compare"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -1839,7 +1885,7 @@ test_topology() {
 }
 
 DEFAULT_TESTS="attach weights mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
-FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak"
+FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak_shares soak"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
