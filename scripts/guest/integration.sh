@@ -1066,17 +1066,24 @@ test_deferred_preempt() {
 # class, and wake_hog_held cannot move; with --hog-run-us 100000 no task
 # enters it, and neither can wake_hog_gran.
 test_hog_hysteresis() {
-	local m ok=0
+	local m ok=0 on in_class
 	m=$(dmesg_mark)
 	defer_case "on " "" wake_hog_held wake_hog_gran wake_short_runner || return 1
 	[ "$(counter_total wake_hog_held)" -gt 0 ] || { say "the hog was never held in its class"; ok=1; }
+	on=$(say_counters wake_hog_held wake_hog_gran 2>/dev/null)
 	defer_case off "--no-hog-hysteresis" wake_hog_held wake_hog_gran wake_short_runner || return 1
 	[ "$(counter_total wake_hog_held)" -eq 0 ] || { say "wake_hog_held moved with --no-hog-hysteresis"; ok=1; }
-	# The class's threshold: with --hog-run-us far above any run here
-	# (slices are 5 ms) no task enters the class at all.
+	# The class's threshold: with --hog-run-us 100000 (its largest) the
+	# hog's runs, cut by the sleeper every millisecond, keep it out of the
+	# class. Not quite never: it runs alone for the half second before
+	# cyclictest starts, where nothing ends its slice, and one run of 400
+	# ms puts its average (a quarter of each new run) over 100 ms for a
+	# wakeup or two (a CI run at 7490773 counted 1). So the wakeups that
+	# found it in the class must stay under 1% of the default's.
 	defer_case "hog-run 100 ms" "--hog-run-us 100000" wake_hog_held wake_hog_gran wake_short_runner || return 1
-	[ "$(say_counters wake_hog_held wake_hog_gran 2>/dev/null)" -eq 0 ] ||
-		{ say "a task entered the hog class with --hog-run-us 100000"; ok=1; }
+	in_class=$(say_counters wake_hog_held wake_hog_gran 2>/dev/null)
+	[ $((100 * in_class)) -lt "$on" ] ||
+		{ say "$in_class wakeups found a task in the hog class with --hog-run-us 100000 ($on by default)"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
