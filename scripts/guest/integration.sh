@@ -889,9 +889,8 @@ test_tui() {
 # is queued on the RT CPU (rt_rescued): by default both must move, and with
 # --no-rt-away --no-rt-rescue neither can. The sleeper's worst wait is
 # reported for both, not bounded: a run with RT away read 541 ms (a whole
-# 0.5 s sleep period lost, as in
-# half the runs without it), so a bound would only flake. Nothing is
-# ejected either way. A run before both has no RT task of ours: timer wakeups
+# 0.5 s sleep period lost, as in half the runs without it), so a bound
+# would only flake. Nothing is ejected either way. A run before both has no RT task of ours: timer wakeups
 # that come in bursts (stress-ng timerfd and sleep), where a CPU that an
 # earlier wakeup of the same interrupt has just claimed out of idle runs
 # none of ours for a moment. wake_rt_away must stay under 0.25% of the
@@ -1063,8 +1062,8 @@ test_deferred_preempt() {
 # drop under --wakeup-gran-us; with the hysteresis (the default) it stays a
 # hog while they average more than half of that, and the preemptions of it
 # then move wake_hog_held. With --no-hog-hysteresis nothing holds it in the
-# class, and wake_hog_held cannot move; with --hog-run-us 100000 no task
-# enters it, and neither can wake_hog_gran.
+# class, and wake_hog_held cannot move; with --hog-run-us 100000 the
+# wakeups that find a task in it stay under 1% of the default's (below).
 test_hog_hysteresis() {
 	local m ok=0 on in_class
 	m=$(dmesg_mark)
@@ -1648,7 +1647,7 @@ children_after() {
 	while :; do
 		# The file ends without a newline, so read fails having read it.
 		kids=()
-		read -ra kids <"/proc/$pid/task/$pid/children" 2>/dev/null
+		read -ra kids 2>/dev/null <"/proc/$pid/task/$pid/children"
 		[ "${#kids[@]}" -ge "$want" ] && break
 		[ $((SECONDS - t0)) -lt "$limit" ] || return 1
 		sleep 0.2
