@@ -890,10 +890,10 @@ test_tui() {
 # --no-rt-away --no-rt-rescue neither can. The sleeper's worst wait is
 # reported for both, not bounded: a run with RT away read 541 ms (a whole
 # 0.5 s sleep period lost, as in half the runs without it), so a bound
-# would only flake. Nothing is ejected either way. A run before both has no RT task of ours: timer wakeups
-# that come in bursts (stress-ng timerfd and sleep), where a CPU that an
-# earlier wakeup of the same interrupt has just claimed out of idle runs
-# none of ours for a moment. wake_rt_away must stay under 0.25% of the
+# would only flake. Nothing is ejected either way. A run before both has
+# no RT task of ours: timer wakeups that come in bursts (stress-ng timerfd
+# and sleep), where a CPU that an earlier wakeup of the same interrupt has
+# just claimed out of idle runs none of ours for a moment. wake_rt_away must stay under 0.25% of the
 # enqueues there (the kernel's own stop and RT threads may hold a CPU now
 # and then: 1 of 3,625); a version that took "not running ours" for RT
 # sent 41 of 3,647 away here, and 2.5-14% under each stressor alone
