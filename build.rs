@@ -127,7 +127,30 @@ fn source_hints(src: &str, branches: &[(String, String)]) -> Result<Vec<&'static
         }
         hints.push(hint.ok_or_else(|| format!("{BPF_SRC}: no FP_BRANCH() site for {name}"))?);
     }
+    unprofiled_hint(src)?;
     Ok(hints)
+}
+
+/// A likely()/unlikely() on a branch that FP_BRANCH() does not count would be
+/// a hint no profile checks (docs/branch-profile.md): refuse to build. The
+/// macros' own #define lines and the comments that name them are skipped.
+fn unprofiled_hint(src: &str) -> Result<(), String> {
+    for (n, line) in src.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with('*') || code.starts_with("/*") || code.starts_with('#') {
+            continue;
+        }
+        for (at, _) in line.match_indices("likely(") {
+            if !line[at + "likely(".len()..].starts_with("FP_BRANCH(") {
+                return Err(format!(
+                    "{BPF_SRC}:{}: a likely()/unlikely() not on an FP_BRANCH() site \
+                     (hints go only where branch counts justify them)",
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn gen_names() -> Result<(), Box<dyn Error>> {

@@ -208,9 +208,9 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_NO_PREEMPT,	/* no preemption: the running task ran less than --wakeup-gran-us, or is not that far behind */
 	FP_STAT_WAKE_DEFERRED,	/* the running task had not had --wakeup-gran-us yet: a timer will preempt it when it has */
 	FP_STAT_WAKE_DEFER_KICK,	/* ... and the timer preempted it (the same run was still going on) */
-	FP_STAT_WAKE_SHORT_RUNNER,	/* no later preemption: the running task's runs average under --wakeup-gran-us */
+	FP_STAT_WAKE_SHORT_RUNNER,	/* no later preemption: the running task is not a CPU hog (its runs average under --hog-run-us) */
 	FP_STAT_WAKE_HOG_GRAN,	/* a long-running task was preempted (now or by the timer) at --hog-gran-us */
-	FP_STAT_WAKE_HOG_HELD,	/* ... of which one held in the class by hog_hysteresis (runs averaging half to all of --wakeup-gran-us) */
+	FP_STAT_WAKE_HOG_HELD,	/* ... of which one held in the class by hog_hysteresis (runs averaging half to all of --hog-run-us) */
 	FP_STAT_WAKE_KTHREAD_KEPT,	/* no preemption: the CPU runs a kernel thread, which keeps it to the end of its slice */
 
 	/* ops.yield(). */
@@ -266,6 +266,8 @@ enum fp_branch_idx {
 	FP_BR_RUNNING_ADAPT,	/* running: last hold expired, adapt window */
 	FP_BR_QUEUE_SLICE_FULL,	/* queue_slice: few tasks wait, whole slice */
 	FP_BR_WEIGHT_CGROUP_NEW,	/* task_weight: a cgroup weight changed since */
+	FP_BR_LIGHT_NONE,	/* light_slice: not lighter than nice 0 (or off) */
+	FP_BR_LIGHT_UNCUT,	/* running: the slice was not cut to the weight */
 	FP_NR_BRANCHES,
 };
 

@@ -634,7 +634,7 @@ static enum fp_preempt wakeup_preempts(s32 cpu, u64 vtime, u64 now, u64 *started
 	}
 	/*
 	 * Only a task whose runs are long is preempted later: one that
-	 * usually blocks within --wakeup-gran-us will most likely do so
+	 * usually blocks within --hog-run-us will most likely do so
 	 * before the timer, and preempting the rest of such tasks cost
 	 * hackbench a third and stress-ng switch half their throughput.
 	 */
@@ -956,7 +956,7 @@ static __always_inline u64 light_slice(u64 slice, u64 weight)
 {
 	u64 cut, floor = tune.slice_ns / FP_SLICE_DIV_MAX;
 
-	if (likely(!tune.light_slice || weight >= 100))
+	if (likely(FP_BRANCH(FP_BR_LIGHT_NONE, !tune.light_slice || weight >= 100)))
 		return slice;
 	cut = tune.slice_ns * weight / 100;
 	cut = cut > floor ? cut : floor;
@@ -973,7 +973,7 @@ static void cut_light_slice(struct task_struct *p, s32 cpu, u64 started,
 {
 	u64 slice = light_slice(p->scx.slice, weight);
 
-	if (likely(slice >= p->scx.slice))
+	if (likely(FP_BRANCH(FP_BR_LIGHT_UNCUT, slice >= p->scx.slice)))
 		return;
 	scx_bpf_task_set_slice(p, slice);
 	arm_preempt_timer(cpu, started, slice, true);
@@ -1405,7 +1405,7 @@ static bool pull(s32 cpu, struct task_struct *head)
  * queued, before this CPU's own head: it waited behind a task of a higher
  * class, which no vtime accounts for. Not when this CPU is held itself
  * (its ext server is running: its own queue first). Each held CPU is
- * watched by the FP_AWAY_SCAN CPUs before it.
+ * watched by the FP_AWAY_SCAN - 1 CPUs before it.
  *
  * On unless --no-rt-rescue. This code, under the policy of c1836b5, got us
  * ejected in 2 of 9 sleeper storms (an RR cyclic task and 512 sleepers on
