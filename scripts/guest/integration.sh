@@ -368,8 +368,8 @@ test_sleeper_storm() { HOLD_US=0 test_hold_races; }
 # user (anyone can): a round over them takes seconds however short the
 # slices (a CPU notices a used-up slice at its tick), and the kernel's
 # watchdog must still see every one of them run in time. Deep-queue slices
-# must kick in, the scheduler must stay attached, and a sleeper on the
-# other CPU must not notice.
+# must kick in, every worker must complete and the scheduler must stay
+# attached.
 test_hog_storm() {
 	local m ok=0 n=${STORM_HOGS:-1000} tmp=$WORK/hog_storm
 	m=$(dmesg_mark)
@@ -1059,7 +1059,7 @@ test_deferred_preempt() {
 
 # Hog hysteresis: the same sleeper against a hog on CPU 0. Preempted every
 # millisecond, the hog's runs average about a millisecond and now and then
-# drop under --wakeup-gran-us; with the hysteresis (the default) it stays a
+# drop under --hog-run-us; with the hysteresis (the default) it stays a
 # hog while they average more than half of that, and the preemptions of it
 # then move wake_hog_held. With --no-hog-hysteresis nothing holds it in the
 # class, and wake_hog_held cannot move; with --hog-run-us 100000 the
@@ -1825,7 +1825,8 @@ cpulist_count() {
 }
 
 # The guest has the shape scripts/test asked for (EXPECT_CPUS vCPUs,
-# EXPECT_NODES NUMA nodes, EXPECT_THREADS threads per core), so that the
+# EXPECT_NODES NUMA nodes, EXPECT_THREADS threads per core, EXPECT_POSSIBLE
+# possible CPUs), so that the
 # tests run after this one (mixed_load) ran on that shape and not on a
 # default 2-vCPU guest; the scheduler attaches there and sees every CPU.
 # Steals, LLC first (llc_steal): the same steal-heavy load (CPU hogs beside
@@ -1866,8 +1867,9 @@ llc_steal_check() {
 }
 
 test_topology() {
-	local m nodes siblings threads llc n ok=0 got what have want
+	local m nodes siblings threads possible llc n ok=0 got what have want
 	m=$(dmesg_mark)
+	possible=$(cpulist_count "$(cat /sys/devices/system/cpu/possible)")
 	nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' | wc -l)
 	siblings=$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)
 	threads=$(cpulist_count "$siblings")
@@ -1875,7 +1877,8 @@ test_topology() {
 	say "vCPUs $NCPU (possible $(cat /sys/devices/system/cpu/possible)); NUMA nodes $nodes:" \
 		"$(for n in /sys/devices/system/node/node[0-9]*; do printf '%s=%s ' "${n##*/}" "$(cat "$n/cpulist")"; done)"
 	say "threads per core $threads (cpu0's siblings $siblings); cpu0's LLC is shared with $llc"
-	for got in "cpus $NCPU ${EXPECT_CPUS:-}" "nodes $nodes ${EXPECT_NODES:-}" "threads $threads ${EXPECT_THREADS:-}"; do
+	for got in "cpus $NCPU ${EXPECT_CPUS:-}" "nodes $nodes ${EXPECT_NODES:-}" "threads $threads ${EXPECT_THREADS:-}" \
+		"possible-CPUs $possible ${EXPECT_POSSIBLE:-}"; do
 		read -r what have want <<<"$got"
 		[ -z "$want" ] || [ "$have" = "$want" ] || { say "expected $want $what, the guest has $have"; ok=1; }
 	done
