@@ -893,11 +893,11 @@ test_tui() {
 # would only flake. Nothing is ejected either way. A run before both has
 # no RT task of ours: timer wakeups that come in bursts (stress-ng timerfd
 # and sleep), where a CPU that an earlier wakeup of the same interrupt has
-# just claimed out of idle runs none of ours for a moment. wake_rt_away must stay under 0.25% of the
-# enqueues there (the kernel's own stop and RT threads may hold a CPU now
-# and then: 1 of 3,625); a version that took "not running ours" for RT
-# sent 41 of 3,647 away here, and 2.5-14% under each stressor alone
-# (docs/ab/2026-12-03-rtholds.log).
+# just claimed out of idle runs none of ours for a moment. wake_rt_away
+# must stay under 0.25% of the enqueues there (the kernel's own stop and
+# RT threads may hold a CPU now and then: 1 of 3,625); a version that took
+# "not running ours" for RT sent 41 of 3,647 away here, and 2.5-14% under
+# each stressor alone (docs/ab/2026-12-03-rtholds.log).
 rt_workload() {
 	local secs=${RT_SECS:-15} rt hog
 	# A bash loop: stress-ng took 5-10 s of this guest to start its worker.
@@ -1867,14 +1867,15 @@ llc_steal_check() {
 }
 
 test_topology() {
-	local m nodes siblings threads possible llc n ok=0 got what have want
+	local m nodes siblings threads possible_list possible llc n ok=0 got what have want
 	m=$(dmesg_mark)
-	possible=$(cpulist_count "$(cat /sys/devices/system/cpu/possible)")
+	possible_list=$(cat /sys/devices/system/cpu/possible)
+	possible=$(cpulist_count "$possible_list")
 	nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' | wc -l)
 	siblings=$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)
 	threads=$(cpulist_count "$siblings")
 	llc=$(cat /sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list 2>/dev/null || echo none)
-	say "vCPUs $NCPU (possible $(cat /sys/devices/system/cpu/possible)); NUMA nodes $nodes:" \
+	say "vCPUs $NCPU (possible $possible_list); NUMA nodes $nodes:" \
 		"$(for n in /sys/devices/system/node/node[0-9]*; do printf '%s=%s ' "${n##*/}" "$(cat "$n/cpulist")"; done)"
 	say "threads per core $threads (cpu0's siblings $siblings); cpu0's LLC is shared with $llc"
 	for got in "cpus $NCPU ${EXPECT_CPUS:-}" "nodes $nodes ${EXPECT_NODES:-}" "threads $threads ${EXPECT_THREADS:-}" \
