@@ -18,18 +18,30 @@ say() { printf '  %s\n' "$*"; }
 state() { local s=missing; read -r s <"$SCX/state" 2>/dev/null || true; echo "$s"; }
 ops() { local s=""; read -r s <"$SCX/root/ops" 2>/dev/null || true; echo "$s"; }
 
+# Count one test's result (PASS or FAIL) and keep a row (name, result,
+# seconds) for the table summary() prints.
+results=()
+record() {
+	local name=$1 result=$2 secs=$3
+	printf -- '--- %s %s\n' "$result" "$name"
+	results+=("$name $result $secs")
+	if [ "$result" = PASS ]; then
+		n_pass=$((n_pass + 1))
+	else
+		n_fail=$((n_fail + 1))
+		failed+=("$name")
+	fi
+}
+
 # Run one test function; a non-zero return is a failure.
 run_test() {
-	local name=$1
+	local name=$1 start=$SECONDS
 	shift
 	printf '=== TEST %s\n' "$name"
 	if "$@"; then
-		printf -- '--- PASS %s\n' "$name"
-		n_pass=$((n_pass + 1))
+		record "$name" PASS $((SECONDS - start))
 	else
-		printf -- '--- FAIL %s\n' "$name"
-		n_fail=$((n_fail + 1))
-		failed+=("$name")
+		record "$name" FAIL $((SECONDS - start))
 	fi
 	cleanup_sched
 }
@@ -184,6 +196,12 @@ check_no_kernel_errors() {
 }
 
 summary() {
+	local row
+	printf '\n%-24s %-6s %s\n' test result seconds
+	for row in "${results[@]}"; do
+		# shellcheck disable=SC2086 # row is three words
+		printf '%-24s %-6s %s\n' $row
+	done
 	printf '\n'
 	if [ "$n_fail" -gt 0 ]; then
 		printf 'failed tests: %s\n' "${failed[*]}"
