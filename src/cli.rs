@@ -25,14 +25,15 @@ pub struct Opts {
     ///
     /// Time slice in microseconds: how long a task runs before a task waiting
     /// for its CPU gets a turn. Waking tasks preempt earlier when they are
-    /// ahead in virtual time. 10000 (the default): the benchmark suite's
-    /// geomean read 1.102x of the default scheduler, against 1.051x at 5000
-    /// and 1.001x at 2500, in one same-guest run (README, Benchmarks: slice).
+    /// ahead in virtual time. 5000 (the default): 2500 read the benchmark
+    /// suite's geomean 5% lower; 10000 read it 4.9% higher in one run and
+    /// 1.1% lower in the next, and makes CPU hogs wait longer for their
+    /// turn (README, Benchmarks: the slice).
     #[arg(
         short = 's',
         long,
         value_name = "US",
-        default_value_t = 10000,
+        default_value_t = 5000,
         allow_negative_numbers = true,
         value_parser = int_in(
             bpf_intf::fp_consts_FP_SLICE_US_MIN as u64,
