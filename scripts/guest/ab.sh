@@ -16,6 +16,10 @@
 #             N is ignored for the others
 #   FORKSLEEP the forksleep binary (scripts/bench builds it into its cache)
 #   T         seconds per stress-ng run (default 4); R rounds (default 2)
+#   COST      1: turn on kernel.bpf_stats_enabled and print, after each
+#             variant's run, each struct_ops program's calls and ns a call
+#             over that run (lines "COST NAME WORKLOAD-xN PROG calls=C
+#             ns/call=N"; bpf_stats' own clock reads are in the figures)
 # Lines "RES NAME WORKLOAD-xN value=V ..." are for scripts/ab-report.
 set -uo pipefail
 
@@ -28,6 +32,20 @@ idle_ticks() { awk '/^cpu / {print $5}' /proc/stat; }
 # Rescheduling and function-call IPIs, summed over CPUs.
 ipis() {
 	awk '/RES:|CAL:/ {s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; printf "%d ", s}' /proc/interrupts
+}
+
+# The loaded struct_ops programs' run counts and run times, as JSON.
+prog_stats() { bpftool prog show -j | jq -c '[.[] | select(.type == "struct_ops") | {id, name, run_cnt, run_time_ns}]'; }
+
+# Each struct_ops program that ran between snapshots $3 and $4, as COST
+# lines for tag $1, workload $2.
+say_cost() {
+	jq -n -r --arg t "$1" --arg w "$2" --argjson a "$3" --argjson b "$4" '
+		($a | map({key: (.id | tostring), value: .}) | from_entries) as $before |
+		$b[] | $before[.id | tostring] as $old |
+		((.run_cnt // 0) - ($old.run_cnt // 0)) as $n |
+		select($n > 0) |
+		"COST \($t) \($w) \(.name) calls=\($n) ns/call=\(((.run_time_ns - ($old.run_time_ns // 0)) / $n) | floor)"'
 }
 
 W=${W:-"switch 1;yield 1;tee 1;futex 2;tee 2"}
@@ -58,6 +76,9 @@ one() {
 }
 
 IFS=';' read -ra ws <<<"$W"
+if [ "${COST:-0}" = 1 ]; then
+	sysctl -qw kernel.bpf_stats_enabled=1 || { echo "cannot turn on bpf_stats"; exit 1; }
+fi
 IFS='|' read -ra vs <<<"${VARIANTS:-fastpath=target/release/scx_fastpath}"
 for round in $(seq "${R:-2}"); do
 	for w in "${ws[@]}"; do
@@ -67,7 +88,9 @@ for round in $(seq "${R:-2}"); do
 			[ "$spec" != "$SCHED" ] && args=${spec#* }
 			# shellcheck disable=SC2086 # ARGS are words
 			start_sched $args >/dev/null || { echo "start failed: $v"; cat "$SCHED_LOG"; exit 1; }
+			[ "${COST:-0}" = 1 ] && before=$(prog_stats)
 			one "${v%%=*}" "${w% *}" "${w#* }"
+			[ "${COST:-0}" = 1 ] && say_cost "${v%%=*}" "${w% *}-x${w#* }" "$before" "$(prog_stats)"
 			cleanup_sched
 			if [ "$round" = 1 ]; then sample_summary; fi
 		done
