@@ -542,6 +542,76 @@ test_weights() {
 	return $ok
 }
 
+# CPU $WEIGHT_CPU's ticks since boot: busy (everything but idle and
+# iowait), then idle.
+cpu_busy_idle() {
+	awk -v c="cpu$WEIGHT_CPU" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat
+}
+
+# Hogs beside wakees, on one CPU: a nice -5 busy loop, two nice-0 ones and
+# a stress-ng pipe pair (a writer and a reader that take turns, so one of
+# them is always runnable), for WEIGHT_SECS * 2 s. Prints the share of the
+# CPU's busy time, %, of the nice -5 loop, the two nice-0 ones together,
+# and everything else (the pipe pair, mostly).
+wakee_shares() {
+	local a b c pipe hog0 busy0 idle0 busy idle ta tb tc
+	a=$(spinner nice -n -5)
+	b=$(spinner nice -n 0)
+	c=$(spinner nice -n 0)
+	taskset -c "$WEIGHT_CPU" stress-ng --temp-path "$WORK" --pipe 1 \
+		--timeout $((WEIGHT_SECS * 2 + 4))s --quiet &
+	pipe=$!
+	sleep 2
+	read -r busy0 idle0 < <(cpu_busy_idle)
+	hog0="$(cpu_ticks "$a") $(cpu_ticks "$b") $(cpu_ticks "$c")"
+	sleep $((WEIGHT_SECS * 2))
+	read -r busy idle < <(cpu_busy_idle)
+	read -r ta tb tc <<<"$hog0"
+	ta=$(($(cpu_ticks "$a") - ta))
+	tb=$(($(cpu_ticks "$b") - tb + $(cpu_ticks "$c") - tc))
+	kill "$a" "$b" "$c"
+	wait "$a" "$b" "$c" "$pipe" 2>/dev/null
+	awk -v a="$ta" -v b="$tb" -v busy=$((busy - busy0)) -v idle=$((idle - idle0)) 'BEGIN {
+		if (busy <= 0) { print "-1 -1 -1"; exit }
+		printf "%.1f %.1f %.1f %d\n", 100 * a / busy, 100 * b / busy,
+			100 * (busy - a - b) / busy, idle
+	}'
+}
+
+# Not in the default set: it fails with this policy (README, Known issues:
+# the pipe pair gets about 1.6 times the default's share, the hogs a
+# tenth less). Each group's share must be within the weights rule of the
+# default's, default and fastpath measured twice each, alternately.
+# WAKEE_SHARE_ARGS=--no-head-lag runs scx_fastpath without head lag,
+# which it passes with.
+test_wakee_share() {
+	local m ok=0 r d f names=("nice -5 loop" "two nice-0 loops" "the rest (pipe pair)")
+	local -a def fp
+	m=$(dmesg_mark)
+	[ "$(state)" = disabled ] || { say "state $(state), want disabled for the default's run"; return 1; }
+	for r in 1 2; do
+		def+=("$(wakee_shares)")
+		# shellcheck disable=SC2086 # word-split on purpose: flags
+		start_sched ${WAKEE_SHARE_ARGS-} || return 1
+		fp+=("$(wakee_shares)")
+		cleanup_sched
+	done
+	say "CPU $WEIGHT_CPU, $((WEIGHT_SECS * 2)) s: share of its busy time (%), default vs fastpath, two runs each (idle ticks last):"
+	say "  default: ${def[0]} | ${def[1]}; fastpath: ${fp[0]} | ${fp[1]}"
+	for r in 0 1 2; do
+		d=$(printf '%s\n' "${def[@]}" | awk -v i=$((r + 1)) '{ s += $i } END { printf "%.1f", s / NR }')
+		f=$(printf '%s\n' "${fp[@]}" | awk -v i=$((r + 1)) '{ s += $i } END { printf "%.1f", s / NR }')
+		if share_close "$f" "$d"; then
+			say "  ${names[r]}: $d% vs $f%: ok"
+		else
+			say "  ${names[r]}: $d% vs $f%: NOT within 20% / 1 point"
+			ok=1
+		fi
+	done
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
 printf 'guest: kernel %s, %d CPUs, sched_ext state %s\n' "$(uname -r)" "$NCPU" "$(state)"
 boot_mark=0
 
@@ -549,7 +619,7 @@ boot_mark=0
 # --idle-hold-us 1000) is not in the default set: with this policy it got
 # the scheduler ejected in 1 of 2 runs ("watchdog failed to check in for
 # 10.008s"), cause not found yet (README, Known issues); TESTS=hold_races
-# runs it.
+# runs it. Nor is wakee_share (above), which fails with this policy.
 
 # scxtop's request, byte for byte: it connects once and sends
 # {"req":"stats","args":{}} (no target, so "top") on every refresh of its
@@ -1754,7 +1824,9 @@ soak_share_run() {
 # the starvation guard's rescues to the caller's rescued.
 soak_share_fp() {
 	local n
-	start_sched || return 1
+	# SHARES_ARGS: flags for scx_fastpath (e.g. --no-head-lag).
+	# shellcheck disable=SC2086 # word-split on purpose: flags
+	start_sched ${SHARES_ARGS-} || return 1
 	soak_share_run fp
 	still_attached "after the soak's load" || ok=1
 	stop_sched || ok=1

@@ -1804,10 +1804,12 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
  * blocks against a clock one hog run behind and loses a little lag per
  * wakeup instead of gaining what the hog ran meanwhile. With head_lag the
  * clock is where it will be when the next queued task starts: the DSQ
- * head's vtime, if that is ahead. Measured (README, Benchmarks): it helped
- * cyclictest's average latency against hogs (1.31x) and cost hackbench
- * socket (0.65x), 0.986x over all; it stays only if a later run shows it
- * paying.
+ * head's vtime, if that is ahead. Measured at cd53b67 (docs/bench/head-lag):
+ * 1.034x over 29 metrics, cyclictest's maximum latency against hogs halved,
+ * hackbench pipe and socket worse. What it costs in fairness: every short
+ * run that blocks is credited with the head's lead, earned or not, so a
+ * pipe pair beside hogs gets 1.6 times its share (the wakee_share test
+ * fails with it and passes without; README, Known issues).
  */
 static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
 {
