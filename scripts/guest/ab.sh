@@ -17,9 +17,11 @@
 #   FORKSLEEP the forksleep binary (scripts/bench builds it into its cache)
 #   T         seconds per stress-ng run (default 4); R rounds (default 2)
 #   COST      1: turn on kernel.bpf_stats_enabled and print, after each
-#             variant's run, each struct_ops program's calls and ns a call
-#             over that run (lines "COST NAME WORKLOAD-xN PROG calls=C
-#             ns/call=N"; bpf_stats' own clock reads are in the figures)
+#             variant's run, each of its struct_ops programs' calls and ns
+#             a call over that run (lines "COST NAME WORKLOAD-xN PROG
+#             calls=C ns/call=N"; from lib.sh's bpf_snapshot, as
+#             scripts/bench's cost table; bpf_stats' own clock reads are
+#             in the figures)
 # Lines "RES NAME WORKLOAD-xN value=V ..." are for scripts/ab-report.
 set -uo pipefail
 
@@ -32,20 +34,6 @@ idle_ticks() { awk '/^cpu / {print $5}' /proc/stat; }
 # Rescheduling and function-call IPIs, summed over CPUs.
 ipis() {
 	awk '/RES:|CAL:/ {s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; printf "%d ", s}' /proc/interrupts
-}
-
-# The loaded struct_ops programs' run counts and run times, as JSON.
-prog_stats() { bpftool prog show -j | jq -c '[.[] | select(.type == "struct_ops") | {id, name, run_cnt, run_time_ns}]'; }
-
-# Each struct_ops program that ran between snapshots $3 and $4, as COST
-# lines for tag $1, workload $2.
-say_cost() {
-	jq -n -r --arg t "$1" --arg w "$2" --argjson a "$3" --argjson b "$4" '
-		($a | map({key: (.id | tostring), value: .}) | from_entries) as $before |
-		$b[] | $before[.id | tostring] as $old |
-		((.run_cnt // 0) - ($old.run_cnt // 0)) as $n |
-		select($n > 0) |
-		"COST \($t) \($w) \(.name) calls=\($n) ns/call=\(((.run_time_ns - ($old.run_time_ns // 0)) / $n) | floor)"'
 }
 
 W=${W:-"switch 1;yield 1;tee 1;futex 2;tee 2"}
@@ -88,9 +76,14 @@ for round in $(seq "${R:-2}"); do
 			[ "$spec" != "$SCHED" ] && args=${spec#* }
 			# shellcheck disable=SC2086 # ARGS are words
 			start_sched $args >/dev/null || { echo "start failed: $v"; cat "$SCHED_LOG"; exit 1; }
-			[ "${COST:-0}" = 1 ] && before=$(prog_stats)
+			[ "${COST:-0}" = 1 ] && bpf_snapshot "$SCHED_PID" >"$WORK/cost.before"
 			one "${v%%=*}" "${w% *}" "${w#* }"
-			[ "${COST:-0}" = 1 ] && say_cost "${v%%=*}" "${w% *}-x${w#* }" "$before" "$(prog_stats)"
+			if [ "${COST:-0}" = 1 ]; then
+				bpf_snapshot "$SCHED_PID" >"$WORK/cost.after"
+				bpf_diff "$WORK/cost.before" "$WORK/cost.after" |
+					awk -v t="${v%%=*}" -v w="${w% *}-x${w#* }" \
+						'{ printf "COST %s %s %s calls=%d ns/call=%d\n", t, w, $1, $3, $2 / $3 }'
+			fi
 			cleanup_sched
 			if [ "$round" = 1 ]; then sample_summary; fi
 		done

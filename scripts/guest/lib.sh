@@ -195,6 +195,50 @@ check_no_kernel_errors() {
 	say "kernel log: no sched_ext error, stall or BUG since the test began"
 }
 
+# --- BPF cost per program -------------------------------------------------
+# With kernel.bpf_stats_enabled=1 the kernel counts run_time_ns and run_cnt
+# per BPF program. A snapshot reads them from the fdinfo of the prog fds the
+# loader holds (so nobody else's program is counted), struct_ops programs
+# only (prog_type 27): prints "tag run_time_ns run_cnt" lines. One awk over
+# all fdinfo files: every exec is expensive in this guest.
+bpf_snapshot() {
+	awk 'function out() { if (tag != "" && type == 27) print tag, t + 0, c + 0 }
+	     FNR == 1 { out(); tag = ""; type = ""; t = 0; c = 0 }
+	     $1 == "prog_type:" { type = $2 } $1 == "prog_tag:" { tag = $2 }
+	     $1 == "run_time_ns:" { t = $2 } $1 == "run_cnt:" { c = $2 }
+	     END { out() }' /proc/"$1"/fdinfo/* 2>/dev/null
+}
+
+# Program names by tag. The tag hashes a program's instructions (map
+# references masked), so it is the same on every load of the same program;
+# bpftool (slow here: it loads a BPF iterator to find pids) runs only when a
+# tag is new. Without bpftool a program is named by its tag.
+BPF_NAMES=$WORK/bpf-names
+: >"$BPF_NAMES"
+bpf_name_tags() {
+	local snap=$1 tag
+	while read -r tag _; do
+		grep -q "^$tag " "$BPF_NAMES" && continue
+		if command -v bpftool >/dev/null && bpftool prog show >"$WORK/bpftool.txt" 2>/dev/null; then
+			# "ID: struct_ops  name NAME  tag TAG  gpl ..."
+			awk '/^[0-9]+: / { n = ""; g = ""
+				for (i = 2; i < NF; i++) { if ($i == "name") n = $(i + 1); if ($i == "tag") g = $(i + 1) }
+				if (n != "" && g != "") print g, n }' "$WORK/bpftool.txt" >>"$BPF_NAMES"
+		fi
+		grep -q "^$tag " "$BPF_NAMES" || echo "$tag prog-$tag" >>"$BPF_NAMES"
+	done <"$snap"
+}
+
+# Per program, what ran between snapshots $1 and $2 (files written by
+# bpf_snapshot): "NAME run_time_ns run_cnt" lines, for programs that ran.
+bpf_diff() {
+	bpf_name_tags "$2"
+	awk 'FILENAME == ARGV[1] { name[$1] = $2; next }
+	     FILENAME == ARGV[2] { t[$1] = $2; c[$1] = $3; next }
+	     { dt = $2 - t[$1]; dc = $3 - c[$1]; if (dc > 0) print name[$1], dt, dc }' \
+		"$BPF_NAMES" "$1" "$2"
+}
+
 summary() {
 	local row
 	printf '\n%-24s %-6s %s\n' test result seconds
