@@ -554,7 +554,7 @@ cpu_busy_idle() {
 # CPU's busy time, %, of the nice -5 loop, the two nice-0 ones together,
 # and everything else (the pipe pair, mostly).
 wakee_shares() {
-	local a b c pipe hog0 busy0 idle0 busy idle ta tb tc
+	local a b c pipe busy0 idle0 busy idle ta tb tc
 	a=$(spinner nice -n -5)
 	b=$(spinner nice -n 0)
 	c=$(spinner nice -n 0)
@@ -563,10 +563,11 @@ wakee_shares() {
 	pipe=$!
 	sleep 2
 	read -r busy0 idle0 < <(cpu_busy_idle)
-	hog0="$(cpu_ticks "$a") $(cpu_ticks "$b") $(cpu_ticks "$c")"
+	ta=$(cpu_ticks "$a")
+	tb=$(cpu_ticks "$b")
+	tc=$(cpu_ticks "$c")
 	sleep $((WEIGHT_SECS * 2))
 	read -r busy idle < <(cpu_busy_idle)
-	read -r ta tb tc <<<"$hog0"
 	ta=$(($(cpu_ticks "$a") - ta))
 	tb=$(($(cpu_ticks "$b") - tb + $(cpu_ticks "$c") - tc))
 	kill "$a" "$b" "$c"
