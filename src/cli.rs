@@ -155,6 +155,29 @@ pub struct Opts {
     #[arg(long)]
     pub no_head_lag: bool,
 
+    /// Credit a waking task with all the lag head lag measured
+    ///
+    /// Head lag measures a blocking task's lag from the task queued next,
+    /// which may be ahead of the CPU's clock. By default a waking task gets
+    /// that credit only as far as the clock of the CPU it blocked on has
+    /// since got there (counted in lag_unearned when cut): a pipe pair
+    /// beside CPU hogs blocked and woke again before the hog queued next
+    /// ran, was credited the same lead on every wakeup, and took 1.6 times
+    /// its share by weight. This flag gives the whole credit.
+    #[arg(long)]
+    pub no_earned_lag: bool,
+
+    /// Measure head lag from whatever task is queued next
+    ///
+    /// By default head lag counts only a DSQ head that was already queued
+    /// when the blocking task started to run (otherwise counted in
+    /// lag_head_new): a task that wakes another and blocks would be
+    /// credited with its wakee's lead, and a pipe pair beside CPU hogs
+    /// that way kept both tasks' credit and took 1.6 times its share by
+    /// weight. This flag measures from any head.
+    #[arg(long)]
+    pub no_same_head: bool,
+
     /// Queue a task preempted inside an RCU read-side section by vtime only
     ///
     /// A task preempted inside an RCU read-side critical section holds up
@@ -565,7 +588,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} rcu_first={} light_slice={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} earned_lag={} same_head={} rcu_first={} light_slice={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -576,6 +599,8 @@ impl Opts {
             on_off(self.sync_affine),
             on_off(!self.no_fast_yield),
             on_off(!self.no_head_lag),
+            on_off(!self.no_earned_lag),
+            on_off(!self.no_same_head),
             on_off(!self.no_rcu_first),
             on_off(!self.no_light_slice),
             on_off(self.local_preempt),

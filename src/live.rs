@@ -53,6 +53,8 @@ pub const LIVE: &[(&str, Apply)] = &[
     }),
     ("fast-yield", |o, v| switch(&mut o.no_fast_yield, v, false)),
     ("head-lag", |o, v| switch(&mut o.no_head_lag, v, false)),
+    ("earned-lag", |o, v| switch(&mut o.no_earned_lag, v, false)),
+    ("same-head", |o, v| switch(&mut o.no_same_head, v, false)),
     ("rcu-first", |o, v| switch(&mut o.no_rcu_first, v, false)),
     ("light-slice", |o, v| {
         switch(&mut o.no_light_slice, v, false)

@@ -150,6 +150,8 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		reads it about the waker (see wake_away_cpu()).
  *   curr_blocked	ops.running() writes; the enqueue of a wakeup on this
  *		CPU reads it about the waker (see wake_local_ok()).
+ *   start_head	ops.running() writes the vtime of the DSQ head the task
+ *		started with, ops.stopping() reads it (block_clock()).
  */
 struct fp_cpu {
 	/* line 0: shared, read remotely */
@@ -173,7 +175,8 @@ struct fp_cpu {
 	s32 redirect_cpu;
 	u32 curr_keeps_running;
 	u32 curr_blocked;
-	u8 __pad1[FP_CACHELINE - 48];
+	u64 start_head;
+	u8 __pad1[FP_CACHELINE - 56];
 } __attribute__((aligned(FP_CACHELINE)));
 
 _Static_assert(sizeof(struct fp_cpu) == 2 * FP_CACHELINE,
@@ -182,7 +185,7 @@ _Static_assert(__builtin_offsetof(struct fp_cpu, kicked) < FP_CACHELINE,
 	       "remotely read fields must all sit on line 0");
 _Static_assert(__builtin_offsetof(struct fp_cpu, curr_sum_start) == FP_CACHELINE,
 	       "private fields must start line 1");
-_Static_assert(__builtin_offsetof(struct fp_cpu, curr_blocked) < 2 * FP_CACHELINE,
+_Static_assert(__builtin_offsetof(struct fp_cpu, start_head) < 2 * FP_CACHELINE,
 	       "private fields must all sit on line 1");
 
 /*
@@ -409,6 +412,31 @@ static __always_inline u64 cpu_vmin(s32 cpu)
  * between tasks that never sleep; moved to another CPU it keeps its
  * distance from the clock.
  */
+/*
+ * The lag a waking task is placed with. With head_lag, a blocking task's lag
+ * is measured from the vtime of the task queued next on its CPU, where the
+ * CPU's clock will be once that task starts. Until then the credit is not
+ * earned: a pipe pair beside CPU hogs blocks and wakes again before the hog
+ * queued next runs, and was credited the same lead on every wakeup (the
+ * wakee_share test: 1.6 times its share by weight). With earned_lag the lag
+ * is measured from no further than the clock of the CPU it blocked on has
+ * got since: a sleeper that preempted a hog, which then ran on, keeps all of
+ * it. tctx->vtime is still the vtime it blocked with, on that CPU's clock.
+ */
+static __always_inline s64 wake_lag(struct task_ctx *tctx)
+{
+	s64 max = FP_LAG_SLICES * tune.slice_ns;
+	s64 earned;
+
+	if (!tune.earned_lag)
+		return tctx->lag;
+	earned = (s64)(cpu_vmin(tctx->cpu) - tctx->vtime);
+	if (earned >= tctx->lag)
+		return tctx->lag;
+	stat_inc(FP_STAT_LAG_UNEARNED);
+	return earned < -max ? -max : earned;
+}
+
 static __always_inline void place_task(struct task_struct *p,
 				       struct task_ctx *tctx, s32 cpu)
 {
@@ -418,7 +446,7 @@ static __always_inline void place_task(struct task_struct *p,
 			tctx->vtime = cpu_vmin(cpu) - FP_KTHREAD_LAG_SLICES * tune.slice_ns;
 			stat_inc(FP_STAT_KTHREAD_WAKE);
 		} else {
-			tctx->vtime = cpu_vmin(cpu) - tctx->lag;
+			tctx->vtime = cpu_vmin(cpu) - wake_lag(tctx);
 		}
 	} else if (tctx->cpu != cpu) {
 		tctx->vtime = cpu_vmin(cpu) + (tctx->vtime - cpu_vmin(tctx->cpu));
@@ -1741,6 +1769,9 @@ static __always_inline u32 hog_class(struct task_ctx *tctx)
 	return tctx->avg_run >= tune.hog_run_ns ? FP_LONG_RUNS : FP_LONG_HELD;
 }
 
+/* fp_cpu->start_head when the task started with nothing queued behind it. */
+#define FP_NO_HEAD	((u64)-1)
+
 /*
  * Advance @cpu's clock to the lowest vtime among @vtime (the task starting
  * to run) and the head of its DSQ, if that is ahead of it. With lazy_vmin a
@@ -1753,6 +1784,7 @@ static __always_inline void advance_vmin(struct fp_cpu *cctx, s32 cpu, u64 vtime
 	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	u64 step = tune.lazy_vmin ? tune.slice_ns / 16 : 0;
 
+	cctx->start_head = head ? head->scx.dsq_vtime : FP_NO_HEAD;
 	if (head && time_before(head->scx.dsq_vtime, vtime))
 		vtime = head->scx.dsq_vtime;
 	if (!time_before(cctx->vmin, vtime))
@@ -1819,11 +1851,14 @@ static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
 	if (!tune.head_lag)
 		return clock;
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
-	if (head && time_before(clock, head->scx.dsq_vtime)) {
-		stat_inc(FP_STAT_LAG_HEAD);
-		clock = head->scx.dsq_vtime;
+	if (!head || !time_before(clock, head->scx.dsq_vtime))
+		return clock;
+	if (tune.same_head && head->scx.dsq_vtime != cctx->start_head) {
+		stat_inc(FP_STAT_LAG_HEAD_NEW);
+		return clock;
 	}
-	return clock;
+	stat_inc(FP_STAT_LAG_HEAD);
+	return head->scx.dsq_vtime;
 }
 
 void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
