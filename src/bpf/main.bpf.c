@@ -1838,10 +1838,16 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
  * clock is where it will be when the next queued task starts: the DSQ
  * head's vtime, if that is ahead. Measured at cd53b67 (docs/bench/head-lag):
  * 1.034x over 29 metrics, cyclictest's maximum latency against hogs halved,
- * hackbench pipe and socket worse. What it costs in fairness: every short
- * run that blocks is credited with the head's lead, earned or not, so a
- * pipe pair beside hogs gets 1.6 times its share (the wakee_share test
- * fails with it and passes without; README, Known issues).
+ * hackbench pipe and socket worse.
+ *
+ * With same_head, only a head that was already queued when the task started
+ * to run counts (start_head): a task that wakes another and then blocks
+ * would otherwise be credited with its own wakee's lead. Both tasks of a
+ * pipe pair beside CPU hogs kept their vtime across every message that way,
+ * as if neither ever slept, and the pair got 1.6 times its share by weight
+ * (the wakee_share test; 24.2% of the CPU where the default gives 15.4%).
+ * The sleeper that preempted a hog blocks with that hog at the head, as it
+ * was when it started, and keeps its credit.
  */
 static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
 {
