@@ -178,6 +178,15 @@ pub struct Opts {
     #[arg(long)]
     pub no_same_head: bool,
 
+    /// Head lag only from the task the blocking one displaced (experimental)
+    ///
+    /// Narrows same-head: the head counts only if it is the task that ran
+    /// on the CPU just before the blocking task and stopped still runnable
+    /// (a CPU hog that a periodic sleeper preempted), whose progress the
+    /// CPU's clock has not seen yet; otherwise counted in lag_head_new.
+    #[arg(long)]
+    pub displaced_head: bool,
+
     /// Queue a task preempted inside an RCU read-side section by vtime only
     ///
     /// A task preempted inside an RCU read-side critical section holds up
@@ -588,7 +597,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} earned_lag={} same_head={} rcu_first={} light_slice={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} earned_lag={} same_head={} displaced_head={} rcu_first={} light_slice={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -601,6 +610,7 @@ impl Opts {
             on_off(!self.no_head_lag),
             on_off(!self.no_earned_lag),
             on_off(!self.no_same_head),
+            on_off(self.displaced_head),
             on_off(!self.no_rcu_first),
             on_off(!self.no_light_slice),
             on_off(self.local_preempt),

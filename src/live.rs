@@ -55,6 +55,9 @@ pub const LIVE: &[(&str, Apply)] = &[
     ("head-lag", |o, v| switch(&mut o.no_head_lag, v, false)),
     ("earned-lag", |o, v| switch(&mut o.no_earned_lag, v, false)),
     ("same-head", |o, v| switch(&mut o.no_same_head, v, false)),
+    ("displaced-head", |o, v| {
+        switch(&mut o.displaced_head, v, true)
+    }),
     ("rcu-first", |o, v| switch(&mut o.no_rcu_first, v, false)),
     ("light-slice", |o, v| {
         switch(&mut o.no_light_slice, v, false)

@@ -152,6 +152,9 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		CPU reads it about the waker (see wake_local_ok()).
  *   start_head	ops.running() writes the vtime of the DSQ head the task
  *		started with, ops.stopping() reads it (block_clock()).
+ *   prev_pid	ops.stopping() writes the pid of a task that stops still
+ *		runnable (0 if it blocks), the next ops.running() reads it
+ *		(with displaced_head, see block_clock()).
  */
 struct fp_cpu {
 	/* line 0: shared, read remotely */
@@ -176,7 +179,8 @@ struct fp_cpu {
 	u32 curr_keeps_running;
 	u32 curr_blocked;
 	u64 start_head;
-	u8 __pad1[FP_CACHELINE - 56];
+	s32 prev_pid;
+	u8 __pad1[FP_CACHELINE - 60];
 } __attribute__((aligned(FP_CACHELINE)));
 
 _Static_assert(sizeof(struct fp_cpu) == 2 * FP_CACHELINE,
@@ -185,7 +189,7 @@ _Static_assert(__builtin_offsetof(struct fp_cpu, kicked) < FP_CACHELINE,
 	       "remotely read fields must all sit on line 0");
 _Static_assert(__builtin_offsetof(struct fp_cpu, curr_sum_start) == FP_CACHELINE,
 	       "private fields must start line 1");
-_Static_assert(__builtin_offsetof(struct fp_cpu, start_head) < 2 * FP_CACHELINE,
+_Static_assert(__builtin_offsetof(struct fp_cpu, prev_pid) < 2 * FP_CACHELINE,
 	       "private fields must all sit on line 1");
 
 /*
@@ -1773,6 +1777,19 @@ static __always_inline u32 hog_class(struct task_ctx *tctx)
 #define FP_NO_HEAD	((u64)-1)
 
 /*
+ * The head a task starts with, for block_clock(): its vtime, or FP_NO_HEAD.
+ * With displaced_head, only the task this one displaced (it stopped still
+ * runnable just before, and went back to the DSQ's head), whose progress the
+ * clock has not seen: the case head lag is for.
+ */
+static __always_inline u64 start_head(struct fp_cpu *cctx, struct task_struct *head)
+{
+	if (!head || (tune.displaced_head && head->pid != cctx->prev_pid))
+		return FP_NO_HEAD;
+	return head->scx.dsq_vtime;
+}
+
+/*
  * Advance @cpu's clock to the lowest vtime among @vtime (the task starting
  * to run) and the head of its DSQ, if that is ahead of it. With lazy_vmin a
  * move of under a sixteenth of a slice is left unwritten: every enqueue
@@ -1784,7 +1801,7 @@ static __always_inline void advance_vmin(struct fp_cpu *cctx, s32 cpu, u64 vtime
 	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	u64 step = tune.lazy_vmin ? tune.slice_ns / 16 : 0;
 
-	cctx->start_head = head ? head->scx.dsq_vtime : FP_NO_HEAD;
+	cctx->start_head = start_head(cctx, head);
 	if (head && time_before(head->scx.dsq_vtime, vtime))
 		vtime = head->scx.dsq_vtime;
 	if (!time_before(cctx->vmin, vtime))
@@ -1859,7 +1876,8 @@ static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	if (!head || !time_before(clock, head->scx.dsq_vtime))
 		return clock;
-	if (tune.same_head && head->scx.dsq_vtime != cctx->start_head) {
+	if ((tune.same_head || tune.displaced_head) &&
+	    head->scx.dsq_vtime != cctx->start_head) {
 		stat_inc(FP_STAT_LAG_HEAD_NEW);
 		return clock;
 	}
@@ -1875,6 +1893,7 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 	u64 used;
 
 	WRITE_ONCE(cctx->curr_busy, 0);
+	cctx->prev_pid = runnable ? p->pid : 0;
 	if (!tctx)
 		return;
 
