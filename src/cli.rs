@@ -178,14 +178,17 @@ pub struct Opts {
     #[arg(long)]
     pub no_same_head: bool,
 
-    /// Head lag only from the task the blocking one displaced (experimental)
+    /// Head lag from any head queued since the task started (same-head)
     ///
-    /// Narrows same-head: the head counts only if it is the task that ran
-    /// on the CPU just before the blocking task and stopped still runnable
-    /// (a CPU hog that a periodic sleeper preempted), whose progress the
-    /// CPU's clock has not seen yet; otherwise counted in lag_head_new.
+    /// By default head lag counts only the DSQ head that the blocking task
+    /// displaced: the task that ran on the CPU just before it and stopped
+    /// still runnable (a CPU hog that a periodic sleeper preempted), whose
+    /// progress the CPU's clock has not seen yet (otherwise counted in
+    /// lag_head_new). With same-head alone a pipe pair beside CPU hogs
+    /// still took 1.1 times its share by weight. This flag counts any head
+    /// that was queued when the task started (same-head's rule).
     #[arg(long)]
-    pub displaced_head: bool,
+    pub no_displaced_head: bool,
 
     /// Queue a task preempted inside an RCU read-side section by vtime only
     ///
@@ -610,7 +613,7 @@ impl Opts {
             on_off(!self.no_head_lag),
             on_off(!self.no_earned_lag),
             on_off(!self.no_same_head),
-            on_off(self.displaced_head),
+            on_off(!self.no_displaced_head),
             on_off(!self.no_rcu_first),
             on_off(!self.no_light_slice),
             on_off(self.local_preempt),

@@ -56,7 +56,7 @@ pub const LIVE: &[(&str, Apply)] = &[
     ("earned-lag", |o, v| switch(&mut o.no_earned_lag, v, false)),
     ("same-head", |o, v| switch(&mut o.no_same_head, v, false)),
     ("displaced-head", |o, v| {
-        switch(&mut o.displaced_head, v, true)
+        switch(&mut o.no_displaced_head, v, false)
     }),
     ("rcu-first", |o, v| switch(&mut o.no_rcu_first, v, false)),
     ("light-slice", |o, v| {
