@@ -394,6 +394,31 @@ static __always_inline u64 cpu_vmin(s32 cpu)
 }
 
 /*
+ * The lag a waking task is placed with. With head_lag, a blocking task's lag
+ * is measured from the vtime of the task queued next on its CPU, where the
+ * CPU's clock will be once that task starts. Until then the credit is not
+ * earned. With earned_lag the lag is measured from no further than the clock
+ * of the CPU it blocked on has got since: a sleeper that preempted a hog,
+ * which then ran on, keeps all of it. tctx->vtime is still the vtime it
+ * blocked with, on that CPU's clock. Alone it moved wakee_share's pipe pair
+ * only from 24.2% to 22.9% (same_head and displaced_head did the rest); on
+ * the suite it read 1.003x at 412abc1 (docs/bench/same-head).
+ */
+static __always_inline s64 wake_lag(struct task_ctx *tctx)
+{
+	s64 max = FP_LAG_SLICES * tune.slice_ns;
+	s64 earned;
+
+	if (!tune.earned_lag)
+		return tctx->lag;
+	earned = (s64)(cpu_vmin(tctx->cpu) - tctx->vtime);
+	if (earned >= tctx->lag)
+		return tctx->lag;
+	stat_inc(FP_STAT_LAG_UNEARNED);
+	return earned < -max ? -max : earned;
+}
+
+/*
  * Put @p on @cpu's clock before it is queued or runs there.
  *
  * A task that blocked is placed at @cpu's clock minus the lag it had when
@@ -416,31 +441,6 @@ static __always_inline u64 cpu_vmin(s32 cpu)
  * between tasks that never sleep; moved to another CPU it keeps its
  * distance from the clock.
  */
-/*
- * The lag a waking task is placed with. With head_lag, a blocking task's lag
- * is measured from the vtime of the task queued next on its CPU, where the
- * CPU's clock will be once that task starts. Until then the credit is not
- * earned: a pipe pair beside CPU hogs blocks and wakes again before the hog
- * queued next runs, and was credited the same lead on every wakeup (the
- * wakee_share test: 1.6 times its share by weight). With earned_lag the lag
- * is measured from no further than the clock of the CPU it blocked on has
- * got since: a sleeper that preempted a hog, which then ran on, keeps all of
- * it. tctx->vtime is still the vtime it blocked with, on that CPU's clock.
- */
-static __always_inline s64 wake_lag(struct task_ctx *tctx)
-{
-	s64 max = FP_LAG_SLICES * tune.slice_ns;
-	s64 earned;
-
-	if (!tune.earned_lag)
-		return tctx->lag;
-	earned = (s64)(cpu_vmin(tctx->cpu) - tctx->vtime);
-	if (earned >= tctx->lag)
-		return tctx->lag;
-	stat_inc(FP_STAT_LAG_UNEARNED);
-	return earned < -max ? -max : earned;
-}
-
 static __always_inline void place_task(struct task_struct *p,
 				       struct task_ctx *tctx, s32 cpu)
 {
@@ -1795,7 +1795,8 @@ static __always_inline u64 start_head(struct fp_cpu *cctx, struct task_struct *h
 
 /*
  * Advance @cpu's clock to the lowest vtime among @vtime (the task starting
- * to run) and the head of its DSQ, if that is ahead of it. With lazy_vmin a
+ * to run) and the head of its DSQ, if that is ahead of it; the same peek
+ * records the run's start_head(). With lazy_vmin a
  * move of under a sixteenth of a slice is left unwritten: every enqueue
  * onto this CPU, from any CPU, reads the clock's line, and a write makes
  * each of those readers miss.
