@@ -161,31 +161,21 @@ pub struct Opts {
     /// which may be ahead of the CPU's clock. By default a waking task gets
     /// that credit only as far as the clock of the CPU it blocked on has
     /// since got there (counted in lag_unearned when cut). Alone it moved a
-    /// pipe pair beside CPU hogs from 24.2% to 22.9% of the CPU (same-head
-    /// and displaced-head did the rest). This flag gives the whole credit.
+    /// pipe pair beside CPU hogs from 24.2% to 22.9% of the CPU (displaced-head
+    /// did the rest). This flag gives the whole credit.
     #[arg(long)]
     pub no_earned_lag: bool,
 
     /// Measure head lag from whatever task is queued next
     ///
-    /// By default head lag counts only a DSQ head that was already queued
-    /// when the blocking task started to run (otherwise counted in
-    /// lag_head_new): a task that wakes another and blocks would be
-    /// credited with its wakee's lead, and a pipe pair beside CPU hogs
-    /// that way kept both tasks' credit and took 1.6 times its share by
-    /// weight. This flag measures from any head.
-    #[arg(long)]
-    pub no_same_head: bool,
-
-    /// Head lag from any head queued since the task started (same-head)
-    ///
     /// By default head lag counts only the DSQ head that the blocking task
     /// displaced: the task that ran on the CPU just before it and stopped
     /// still runnable (a CPU hog that a periodic sleeper preempted), whose
     /// progress the CPU's clock has not seen yet (otherwise counted in
-    /// lag_head_new). With same-head alone a pipe pair beside CPU hogs
-    /// still took 1.1 times its share by weight. This flag counts any head
-    /// that was queued when the task started (same-head's rule).
+    /// lag_head_new). A task that wakes another and blocks would otherwise
+    /// be credited with its wakee's lead: a pipe pair beside CPU hogs kept
+    /// both tasks' credit that way and took 1.6 times its share by weight.
+    /// This flag measures from any head.
     #[arg(long)]
     pub no_displaced_head: bool,
 
@@ -599,7 +589,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} earned_lag={} same_head={} displaced_head={} rcu_first={} light_slice={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} earned_lag={} displaced_head={} rcu_first={} light_slice={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -611,7 +601,6 @@ impl Opts {
             on_off(!self.no_fast_yield),
             on_off(!self.no_head_lag),
             on_off(!self.no_earned_lag),
-            on_off(!self.no_same_head),
             on_off(!self.no_displaced_head),
             on_off(!self.no_rcu_first),
             on_off(!self.no_light_slice),

@@ -145,7 +145,6 @@ struct fp_tune {
 	u8 fast_yield;
 	u8 head_lag;
 	u8 earned_lag;
-	u8 same_head;
 	u8 displaced_head;
 	u8 deferred_preempt;
 	u8 sync_wake;

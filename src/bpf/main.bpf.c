@@ -154,7 +154,7 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		started with, ops.stopping() reads it (block_clock()).
  *   prev_pid	ops.stopping() writes the pid of a task that stops still
  *		runnable (0 if it blocks), the next ops.running() reads it
- *		(with displaced_head, see block_clock()).
+ *		(start_head()).
  */
 struct fp_cpu {
 	/* line 0: shared, read remotely */
@@ -401,7 +401,7 @@ static __always_inline u64 cpu_vmin(s32 cpu)
  * of the CPU it blocked on has got since: a sleeper that preempted a hog,
  * which then ran on, keeps all of it. tctx->vtime is still the vtime it
  * blocked with, on that CPU's clock. Alone it moved wakee_share's pipe pair
- * only from 24.2% to 22.9% (same_head and displaced_head did the rest); on
+ * only from 24.2% to 22.9% (displaced_head did the rest); on
  * the suite it read 1.003x at 412abc1 (docs/bench/same-head).
  */
 static __always_inline s64 wake_lag(struct task_ctx *tctx)
@@ -1777,18 +1777,14 @@ static __always_inline u32 hog_class(struct task_ctx *tctx)
 #define FP_NO_HEAD	((u64)-1)
 
 /*
- * The head a task starts with, for block_clock(): its vtime, or FP_NO_HEAD.
- * With displaced_head, only the task this one displaced (it stopped still
- * runnable just before, and went back to the DSQ's head), whose progress the
- * clock has not seen: the case head lag is for. same_head alone still let a
- * pipe task whose partner was queued behind a hog take the hog's lead, and
- * the pair got 1.1 times its share by weight (wakee_share, 17.9-18.7%
- * against the default's 15.2-15.5%); with it 16.2-16.7%. Measured at
- * 76500b0 (docs/bench/displaced-head): 1.018x over 29 metrics.
+ * The head a task starts with, for block_clock(): its vtime, or FP_NO_HEAD
+ * unless it is the task this one displaced (it stopped still runnable just
+ * before, and went back to the DSQ's head), whose progress the clock has not
+ * seen: the case head lag is for.
  */
 static __always_inline u64 start_head(struct fp_cpu *cctx, struct task_struct *head)
 {
-	if (!head || (tune.displaced_head && head->pid != cctx->prev_pid))
+	if (!head || head->pid != cctx->prev_pid)
 		return FP_NO_HEAD;
 	return head->scx.dsq_vtime;
 }
@@ -1862,14 +1858,19 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
  * 1.034x over 29 metrics, cyclictest's maximum latency against hogs halved,
  * hackbench pipe and socket worse.
  *
- * With same_head, only a head that was already queued when the task started
- * to run counts (start_head): a task that wakes another and then blocks
- * would otherwise be credited with its own wakee's lead. Both tasks of a
- * pipe pair beside CPU hogs kept their vtime across every message that way,
- * as if neither ever slept, and the pair got 1.6 times its share by weight
- * (the wakee_share test; 24.2% of the CPU where the default gives 15.4%).
- * The sleeper that preempted a hog blocks with that hog at the head, as it
- * was when it started, and keeps its credit.
+ * With displaced_head, only the head the task displaced counts (start_head(),
+ * else lag_head_new). A task that wakes another and then blocks would
+ * otherwise be credited with its own wakee's lead: both tasks of a pipe pair
+ * beside CPU hogs kept their vtime across every message that way, as if
+ * neither ever slept, and the pair got 1.6 times its share by weight (the
+ * wakee_share test; 24.2% of the CPU where the default gives 15.4%). Counting
+ * any head already queued when the task started (same_head, the step before,
+ * since folded in) brought that to 17.9-18.7% and read 1.057x over 29
+ * metrics at 412abc1 (docs/bench/same-head), but still let a pipe task whose
+ * partner was queued behind a hog take the hog's lead; counting only the
+ * displaced task brought it to 16.2-17.0% (the default 15.2-16.1%) and read
+ * 1.018x more at 76500b0 (docs/bench/displaced-head). The sleeper that
+ * preempted a hog blocks with that hog at the head and keeps its credit.
  */
 static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
 {
@@ -1881,8 +1882,7 @@ static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	if (!head || !time_before(clock, head->scx.dsq_vtime))
 		return clock;
-	if ((tune.same_head || tune.displaced_head) &&
-	    head->scx.dsq_vtime != cctx->start_head) {
+	if (tune.displaced_head && head->scx.dsq_vtime != cctx->start_head) {
 		stat_inc(FP_STAT_LAG_HEAD_NEW);
 		return clock;
 	}
