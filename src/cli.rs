@@ -174,7 +174,7 @@ pub struct Opts {
     /// progress the CPU's clock has not seen yet (otherwise counted in
     /// lag_head_new). A task that wakes another and blocks would otherwise
     /// be credited with its wakee's lead: a pipe pair beside CPU hogs kept
-    /// both tasks' credit that way and took 1.6 times its share by weight.
+    /// both tasks' credit that way and took 1.6 times the default's share.
     /// This flag measures from any head.
     #[arg(long)]
     pub no_displaced_head: bool,

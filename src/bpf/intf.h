@@ -221,7 +221,7 @@ enum fp_stat_idx {
 
 	/* Weights and the starvation guard. */
 	FP_STAT_LAG_HEAD,	/* a blocking task's lag was measured from its CPU's DSQ head, ahead of the CPU's clock */
-	FP_STAT_LAG_HEAD_NEW,	/* a blocking task's lag was measured from its CPU's clock: the DSQ head was not the one it started with (with displaced_head: not the task it displaced) */
+	FP_STAT_LAG_HEAD_NEW,	/* a blocking task's lag was measured from its CPU's clock: the DSQ head was not the task it displaced (displaced_head) */
 	FP_STAT_LAG_UNEARNED,	/* a waking task's lag was cut to how far its CPU's clock had got since it blocked */
 	FP_STAT_KTHREAD_WAKE,	/* a waking kernel thread got the kthread credit */
 	FP_STAT_STARVE_RESCUE,	/* the guard ran a task that had waited FP_STARVE_MS */

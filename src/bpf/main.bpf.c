@@ -151,7 +151,8 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *   curr_blocked	ops.running() writes; the enqueue of a wakeup on this
  *		CPU reads it about the waker (see wake_local_ok()).
  *   start_head	ops.running() writes the vtime of the DSQ head the task
- *		started with, ops.stopping() reads it (block_clock()).
+ *		started with if that is the task it displaced,
+ *		ops.stopping() reads it (block_clock()).
  *   prev_pid	ops.stopping() writes the pid of a task that stops still
  *		runnable (0 if it blocks), the next ops.running() reads it
  *		(start_head()).
@@ -1773,14 +1774,16 @@ static __always_inline u32 hog_class(struct task_ctx *tctx)
 	return tctx->avg_run >= tune.hog_run_ns ? FP_LONG_RUNS : FP_LONG_HELD;
 }
 
-/* fp_cpu->start_head when the task started with nothing queued behind it. */
+/* fp_cpu->start_head when the task started with no displaced task at the head. */
 #define FP_NO_HEAD	((u64)-1)
 
 /*
- * The head a task starts with, for block_clock(): its vtime, or FP_NO_HEAD
- * unless it is the task this one displaced (it stopped still runnable just
- * before, and went back to the DSQ's head), whose progress the clock has not
- * seen: the case head lag is for.
+ * The head a task starts with, for block_clock(): its vtime if it is the task
+ * this one displaced (it stopped still runnable just before, and went back to
+ * the DSQ's head), whose progress the clock has not seen: the case head lag
+ * is for. Else FP_NO_HEAD. The filter does not depend on displaced_head:
+ * block_clock() ignores start_head when that is off, and a live switch on
+ * finds start_head already right.
  */
 static __always_inline u64 start_head(struct fp_cpu *cctx, struct task_struct *head)
 {
@@ -1862,14 +1865,14 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
  * else lag_head_new). A task that wakes another and then blocks would
  * otherwise be credited with its own wakee's lead: both tasks of a pipe pair
  * beside CPU hogs kept their vtime across every message that way, as if
- * neither ever slept, and the pair got 1.6 times its share by weight (the
+ * neither ever slept, and the pair got 1.6 times the default's share (the
  * wakee_share test; 24.2% of the CPU where the default gives 15.4%). Counting
- * any head already queued when the task started (same_head, the step before,
+ * any head already queued when the task started (same_head, the step between,
  * since folded in) brought that to 17.9-18.7% and read 1.057x over 29
  * metrics at 412abc1 (docs/bench/same-head), but still let a pipe task whose
  * partner was queued behind a hog take the hog's lead; counting only the
  * displaced task brought it to 16.2-17.0% (the default 15.2-16.1%) and read
- * 1.018x more at 76500b0 (docs/bench/displaced-head). The sleeper that
+ * a further 1.018x at 76500b0 (docs/bench/displaced-head). The sleeper that
  * preempted a hog blocks with that hog at the head and keeps its credit.
  */
 static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
