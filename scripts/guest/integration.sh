@@ -585,7 +585,8 @@ wakee_shares() {
 # fails it: before it and earned_lag the pipe pair got 24.2% against the
 # default's 15.4%, with earned_lag alone (--no-displaced-head) 22.9%, and
 # with same_head (the step between, since folded into displaced_head)
-# 17.9-18.7% against 15.2-15.5%, 3 runs of 7 passing (README, Known issues). WAKEE_SHARE_ARGS passes flags to scx_fastpath.
+# 17.9-18.7% against 15.2-15.5%, 3 runs of 7 passing (README, Known
+# issues). WAKEE_SHARE_ARGS passes flags to scx_fastpath.
 test_wakee_share() {
 	local m ok=0 r d f names=("nice -5 loop" "two nice-0 loops" "the rest (pipe pair)")
 	local -a def fp cnt

@@ -402,8 +402,9 @@ static __always_inline u64 cpu_vmin(s32 cpu)
  * of the CPU it blocked on has got since: a sleeper that preempted a hog,
  * which then ran on, keeps all of it. tctx->vtime is still the vtime it
  * blocked with, on that CPU's clock. Alone it moved wakee_share's pipe pair
- * only from 24.2% to 22.9% (displaced_head did the rest); on
- * the suite it read 1.003x at 412abc1 (docs/bench/same-head).
+ * only from 24.2% to 22.9% (displaced_head did the rest); on the suite it
+ * read 1.003x at 412abc1 (docs/bench/same-head) and 1.015x at 5465d30, both
+ * inside the noise, with stress-ng yield x1 and tee x1 ahead in the latter.
  */
 static __always_inline s64 wake_lag(struct task_ctx *tctx)
 {
