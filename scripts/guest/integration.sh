@@ -620,12 +620,6 @@ test_wakee_share() {
 printf 'guest: kernel %s, %d CPUs, sched_ext state %s\n' "$(uname -r)" "$NCPU" "$(state)"
 boot_mark=0
 
-# TESTS="name ..." runs a subset. hold_races (the storm with the experimental
-# --idle-hold-us 1000) is not in the default set: with this policy it got
-# the scheduler ejected in 1 of 2 runs ("watchdog failed to check in for
-# 10.008s"), cause not found yet (README, Known issues); TESTS=hold_races
-# runs it.
-
 # scxtop's request, byte for byte: it connects once and sends
 # {"req":"stats","args":{}} (no target, so "top") on every refresh of its
 # scheduler view, reading the reply as untyped JSON (sched-ext/scx,
@@ -1971,12 +1965,14 @@ test_topology() {
 	return $ok
 }
 
-DEFAULT_TESTS="attach weights wakee_share mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm counters_moved"
-# The fault matrix (scripts/test --faults). The storms run once in the
-# default set and four times more here, so that one --faults run shows
-# them 5 of 5 (a storm that passed once proves little).
+# TESTS="name ..." runs a subset (scxtop only that way: it needs SCXTOP).
+DEFAULT_TESTS="attach weights wakee_share mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
+# The fault matrix (scripts/test --faults). The storms (hold_races is the
+# sleeper storm with an idle hold) run once in the default set and four
+# times more here, so that one --faults run shows them 5 of 5 (a storm
+# that passed once proves little).
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak_shares soak"
-FAULT_TESTS="$FAULT_TESTS$(for _ in 1 2 3 4; do printf ' sleeper_storm hog_storm'; done)"
+FAULT_TESTS="$FAULT_TESTS$(for _ in 1 2 3 4; do printf ' sleeper_storm hog_storm hold_races'; done)"
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
