@@ -1339,10 +1339,21 @@ light_pair() {
 	return $ok
 }
 
+# The nice-10 busy loop alone on $WEIGHT_CPU for 2 s.
+light_alone() {
+	local b
+	b=$(spinner nice -n 10)
+	sleep 2
+	kill "$b"
+	wait "$b" 2>/dev/null
+	return 0
+}
+
 # With light slices the nice-10 loop gets the same share (within 20% or
 # 1 point) in turns at least twice as close together (the mean wait before
 # a run), and slice_light moves; with --no-light-slice it stays 0. Without
 # the timer that ends a cut slice, it ran to the next tick and this failed.
+# Alone on its CPU its slice is left whole (slice_light_alone moves).
 test_light_slice() {
 	local m ok=0 on off on_share on_wait off_share off_wait
 	m=$(dmesg_mark)
@@ -1354,6 +1365,10 @@ test_light_slice() {
 	say "on:  share%, mean wait ms, runs: $on"
 	[ "$(say_counters slice_light)" -gt 0 ] || { say "no light slice was cut"; ok=1; }
 	say_counters slice_light_kick >/dev/null
+	run_under_sched light_alone || return 1
+	say "on, the nice-10 loop alone on CPU $WEIGHT_CPU for 2 s:"
+	[ "$(say_counters slice_light_alone)" -gt 0 ] ||
+		{ say "the loop alone never started a run with its slice left whole"; ok=1; }
 	SCHED_ARGS="--no-light-slice" run_under_sched light_pair || return 1
 	off=$(<"$WORK/light.txt")
 	say "off: share%, mean wait ms, runs: $off"

@@ -230,6 +230,7 @@ enum fp_stat_idx {
 	FP_STAT_SLICE_SHORT,	/* a task was queued behind more than FP_DEEP_QUEUE with a shorter slice */
 	FP_STAT_SLICE_LIGHT,	/* with light_slice: a task lighter than nice 0 started a run with its slice cut to its weight */
 	FP_STAT_SLICE_LIGHT_KICK,	/* ... and the timer armed for the cut slice's end preempted it (before the tick would have) */
+	FP_STAT_SLICE_LIGHT_ALONE,	/* with light_slice: a task lighter than nice 0 started a run with nothing waiting on its CPU, and its slice was left whole */
 
 	/* Hot data (fast path 4). */
 	FP_STAT_VMIN_LAZY,	/* ops.running(): the CPU's clock moved by under 1/16 slice and was not written (lazy_vmin) */
