@@ -602,7 +602,7 @@ mod tests {
         for (name, rest) in [
             ("select_holder", "99 | 1 | 99.0 | likely"),
             ("select_prev_idle", "50 | 50 | 50.0 | none"),
-            ("select_idle_found", "4 | 96 | 4.0 | unlikely"),
+            ("select_none_idle", "4 | 96 | 4.0 | unlikely"),
             ("enq_redirected", "0 | 0 | - | none (never reached)"),
         ] {
             let want = row(name, rest);

@@ -284,6 +284,17 @@ test_pinned_path() {
 
 pipe_workload() { perf bench sched pipe -l "${PIPE_LOOPS:-20000}"; }
 
+# The pipe ping-pong beside a busy loop on every CPU: no CPU is idle at
+# its wakeups.
+pipe_beside_hogs() {
+	local hogs
+	stress-ng --temp-path "$WORK" --cpu "$NCPU" --timeout 5s --quiet &
+	hogs=$!
+	sleep 1
+	perf bench sched pipe -l 2000
+	wait "$hogs"
+}
+
 test_cheap_wakeup() {
 	local m ok=0 sum_on sum_off
 	m=$(dmesg_mark)
@@ -296,6 +307,13 @@ test_cheap_wakeup() {
 	say "off: perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
 	sum_off=$(say_counters wake_prev_idle wake_no_scan wake_no_kick)
 	[ "$sum_on" -gt 0 ] && [ "$sum_off" -eq 0 ] || ok=1
+	# With every CPU busy the kernel's idle search is skipped.
+	run_under_sched pipe_beside_hogs || return 1
+	say "on, beside a busy loop on every CPU:"
+	[ "$(say_counters wake_none_idle)" -gt 0 ] || { say "the idle search was never skipped"; ok=1; }
+	SCHED_ARGS="--no-cheap-wakeup" run_under_sched pipe_beside_hogs || return 1
+	say "off, beside a busy loop on every CPU:"
+	[ "$(say_counters wake_none_idle)" -eq 0 ] || { say "wake_none_idle moved with --no-cheap-wakeup"; ok=1; }
 	# SCX_OPS_ALLOW_QUEUED_WAKEUP: wakeups of a task still switching out
 	# skip ops.select_cpu and reach ops.enqueue on the task's own CPU.
 	# --sync-wake: perf's pipe writes are synchronous wakeups, so some run

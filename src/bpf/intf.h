@@ -184,6 +184,7 @@ enum fp_stat_idx {
 
 	/* Fast path 2: cheap wakeups. */
 	FP_STAT_WAKE_PREV_IDLE,	/* the idle previous CPU was claimed with no search */
+	FP_STAT_WAKE_NONE_IDLE,	/* select_cpu skipped the kernel's idle search: no CPU was idle */
 	FP_STAT_WAKE_NO_SCAN,	/* enqueue skipped the idle scan select_cpu had just done */
 	FP_STAT_WAKE_NO_KICK,	/* no preemption check: the CPU runs none of ours or was kicked */
 	FP_STAT_WAKE_QUEUED,	/* a queued wakeup (no select_cpu) reached enqueue */
@@ -257,6 +258,7 @@ struct fp_cpu_stats {
 enum fp_branch_idx {
 	FP_BR_SELECT_HOLDER,	/* select_cpu: prev is holding, redirect */
 	FP_BR_SELECT_PREV_IDLE,	/* select_cpu: prev idle and claimed */
+	FP_BR_SELECT_NONE_IDLE,	/* select_cpu: no CPU idle, no search */
 	FP_BR_SELECT_IDLE_FOUND,	/* select_cpu: the kernel found an idle CPU */
 	FP_BR_ENQ_REDIRECTED,	/* enqueue: a redirected wakeup */
 	FP_BR_ENQ_PINNED,	/* enqueue: task has one possible CPU */

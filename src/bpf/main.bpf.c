@@ -156,6 +156,8 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *   prev_pid	ops.stopping() writes the pid of a task that stops still
  *		runnable (0 if it blocks), the next ops.running() reads it
  *		(start_head()).
+ *   none_idle_seen	select_cpu() on this CPU found no idle CPU the last
+ *		time it looked (see select_idle_cpu()).
  */
 struct fp_cpu {
 	/* line 0: shared, read remotely */
@@ -181,7 +183,7 @@ struct fp_cpu {
 	u32 curr_blocked;
 	u64 start_head;
 	s32 prev_pid;
-	u8 __pad1[FP_CACHELINE - 60];
+	u32 none_idle_seen;
 } __attribute__((aligned(FP_CACHELINE)));
 
 _Static_assert(sizeof(struct fp_cpu) == 2 * FP_CACHELINE,
@@ -190,7 +192,7 @@ _Static_assert(__builtin_offsetof(struct fp_cpu, kicked) < FP_CACHELINE,
 	       "remotely read fields must all sit on line 0");
 _Static_assert(__builtin_offsetof(struct fp_cpu, curr_sum_start) == FP_CACHELINE,
 	       "private fields must start line 1");
-_Static_assert(__builtin_offsetof(struct fp_cpu, prev_pid) < 2 * FP_CACHELINE,
+_Static_assert(__builtin_offsetof(struct fp_cpu, none_idle_seen) < 2 * FP_CACHELINE,
 	       "private fields must all sit on line 1");
 
 /*
@@ -873,6 +875,43 @@ static s32 rt_away_cpu(struct task_struct *p, s32 prev_cpu)
 	return -1;
 }
 
+/*
+ * Cheap wakeups: the kernel's idle search, unless it can only come back
+ * empty. Every step of it (prev, the LLC, the node, then any CPU; the
+ * waker's CPU for a synchronous wakeup, as long as some CPU is idle) needs
+ * a bit in the idle mask, and where every message is a wakeup on a busy
+ * machine (stress-ng switch x2: about 13 us of BPF a switch in the TCG
+ * guest, 5.9 of it ops.select_cpu()) the search is the largest single
+ * cost. Reading the mask first paid there and cost where the search finds
+ * an idle CPU (switch x1, whose pair waits on the other CPU), so the mask
+ * is read only after a search or read on this CPU found no CPU idle
+ * (none_idle_seen). A CPU that goes idle just after the mask was read
+ * steals the task from its DSQ, as after an empty search.
+ */
+static bool mask_none_idle(void)
+{
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+	bool none = bpf_cpumask_empty(idle);
+
+	scx_bpf_put_idle_cpumask(idle);
+	return none;
+}
+
+static s32 select_idle_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags,
+			   struct fp_cpu *here)
+{
+	s32 cpu;
+
+	if (tune.cheap_wakeup && here->none_idle_seen &&
+	    FP_BRANCH(FP_BR_SELECT_NONE_IDLE, mask_none_idle())) {
+		stat_inc(FP_STAT_WAKE_NONE_IDLE);
+		return -EBUSY;
+	}
+	cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, p->cpus_ptr, 0);
+	here->none_idle_seen = cpu < 0;
+	return cpu;
+}
+
 s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -918,7 +957,7 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		wake_flags &= ~SCX_WAKE_SYNC;
 		stat_inc(FP_STAT_WAKE_SYNC_MASKED);
 	}
-	cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, p->cpus_ptr, 0);
+	cpu = select_idle_cpu(p, prev_cpu, wake_flags, cpu_ctx(this_cpu));
 	if (unlikely(FP_BRANCH(FP_BR_SELECT_IDLE_FOUND, cpu >= 0))) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, 0);
 		stat_inc(FP_STAT_DIRECT_LOCAL);
