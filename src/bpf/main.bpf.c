@@ -743,6 +743,12 @@ static s32 find_holder(struct task_struct *p, s32 prev_cpu, s32 this_cpu)
 	return -1;
 }
 
+/* Nothing waits on @cpu, the CPU this runs on: its DSQ and local DSQ are empty. */
+static bool cpu_alone(s32 cpu)
+{
+	return !scx_bpf_dsq_nr_queued(cpu) && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
+}
+
 /*
  * A synchronous wakeup (the waker says it is about to block: a pipe or
  * socket write answered by a read) can run on the waker's CPU, which is
@@ -756,9 +762,7 @@ static bool sync_wake_here(struct task_struct *p, s32 this_cpu)
 	struct task_struct *waker = bpf_get_current_task_btf();
 
 	return !(waker->flags & PF_EXITING) &&
-	       bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr) &&
-	       !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) &&
-	       !scx_bpf_dsq_nr_queued(this_cpu);
+	       bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr) && cpu_alone(this_cpu);
 }
 
 /*
@@ -1038,12 +1042,6 @@ static __always_inline u64 light_slice(u64 slice, u64 weight)
 	return cut < slice ? cut : slice;
 }
 
-/* Nothing waits on @cpu, the CPU this runs on: its DSQ and local DSQ are empty. */
-static bool cpu_alone(s32 cpu)
-{
-	return !scx_bpf_dsq_nr_queued(cpu) && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
-}
-
 /*
  * Cut @p's slice to its weight, as it starts a run (ops.running(), which
  * every way onto a CPU passes: an idle CPU's local DSQ, a wake-local insert,
@@ -1167,7 +1165,7 @@ static __always_inline bool wake_local_ok(s32 cpu)
 	    READ_ONCE(cctx->curr_kthread) || READ_ONCE(cctx->kicked) ||
 	    !cctx->curr_blocked)
 		return false;
-	return !__COMPAT_scx_bpf_dsq_peek(cpu) && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
+	return cpu_alone(cpu);
 }
 
 /*
