@@ -63,7 +63,8 @@ pub struct Opts {
     /// A task whose runs average at least --hog-run-us (a CPU hog) is
     /// preempted for a waking task once it has run this long and is behind
     /// the wakee by this much, by the deferred-preemption timer if need be.
-    /// Tasks with short runs keep --wakeup-gran-us. Measured from the start
+    /// Tasks with short runs keep --wakeup-gran-us, and so do hogs when it
+    /// is the shorter of the two. Measured from the start
     /// of the hog's run, which is the moment the last wakee blocked: with
     /// the long floor a periodic sleeper waking every millisecond came back
     /// later each period. 0 (the default): a wakee behind the hog in

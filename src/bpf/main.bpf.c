@@ -11,19 +11,25 @@
  *
  *  - a waking task that finds an idle CPU (the kernel's built-in idle
  *    tracking) is inserted straight into that CPU's local DSQ;
+ *  - a wakee that lands on its waker's CPU, where nothing else waits and
+ *    the waker usually blocks next, goes to that CPU's local DSQ too
+ *    (wake_local_ok());
  *  - every other task waits on the DSQ of the CPU it is on (the one
  *    ops.select_cpu() returned, for a wakeup).
  *
  * ops.dispatch() lets the running task go on while it is still behind the
  * head of its CPU's DSQ in vtime (that is what makes weights hold between
- * tasks that never sleep), else takes that head; a CPU with nothing queued
- * takes the lowest-vtime head it may run from the other CPUs' DSQs, in its
- * own last-level cache first.
+ * tasks that never sleep), else takes that head, or another CPU's head
+ * that is further behind that CPU's clock by more than --pull-gran-us
+ * (pull()); a CPU with nothing queued takes, from the other CPUs' DSQs,
+ * the head furthest behind its own CPU's clock (per-CPU clocks do not
+ * compare), in its own last-level cache first (steal()).
  *
  * Responsiveness: a waking task comes back with the lag it had when it
  * blocked, bounded to a few slices, so a sleeper comes back ahead of CPU
  * hogs without hoarding credit, and it preempts the CPU it lands on when
- * the task there is behind it by more than --wakeup-gran-us.
+ * the task there is behind it by more than --wakeup-gran-us (a CPU hog:
+ * the smaller of that and --hog-gran-us, see wakeup_preempts()).
  *
  * Bounded waits: fairness by weight cannot bound how long a task waits (a
  * nice-19 task that just ran is far ahead), but the kernel's watchdog
@@ -133,8 +139,8 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *   curr_vtime, curr_started, curr_weight, curr_busy, curr_kthread,
  *   curr_long	ops.running()/stopping() write; enqueue's wakeup_preempts()
  *		reads.
- *   holding	idle_hold() writes; select_cpu() and the enqueue of a
- *		redirected wakeup read.
+ *   holding	idle_hold() writes; select_cpu() (can_redirect()) and the
+ *		debug dump read; the redirected enqueue checks redirect_pid.
  *   kicked	set by whoever sends a preemption kick, cleared by the
  *		kicked CPU's next ops.dispatch() or ops.running(): the one
  *		field written from outside, and only once per kick.
@@ -305,8 +311,8 @@ static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
  * cpu.weight (ops.cgroup_set_weight keeps it current) and its parent's id.
  * Tasks cache the weight of their cgroup's path; cgroup_gen moves whenever a
  * weight changes, and a task whose cache is older computes it again the
- * next time it stops running. So the hot path pays one compare, and a walk
- * up the tree only after a change.
+ * next time it starts running (task_weight() from ops.running()). So the
+ * hot path pays one compare, and a walk up the tree only after a change.
  */
 struct fp_cgroup {
 	u64 parent;	/* the parent's id; 0 for the root */
