@@ -497,6 +497,14 @@ fn parse_secs(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// Exit status for bad usage (a flag or its value, a `set` change): 1 is
+/// any other failure. contrib/scx_fastpath.service names it and EXIT_BUSY in
+/// RestartPreventExitStatus= (a test checks it): a restart cannot help.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Exit status when another sched_ext scheduler holds the kernel.
+pub const EXIT_BUSY: u8 = 3;
+
 /// Parses the command line. --help and --version print and exit 0 as clap
 /// does; a usage error is one line on stderr, "error: ...", and exit status
 /// 2. (clap's own rendering adds a usage line and tips: up to 7 lines.)
@@ -509,13 +517,15 @@ pub fn parse() -> Result<Opts, ExitCode> {
             Ok(()) => Ok(opts),
             Err(why) => {
                 eprintln!("error: {why}");
-                Err(ExitCode::from(2))
+                Err(ExitCode::from(EXIT_USAGE))
             }
         },
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
             eprintln!("{}", one_line(&e));
-            Err(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)))
+            Err(ExitCode::from(
+                u8::try_from(e.exit_code()).unwrap_or(EXIT_USAGE),
+            ))
         }
     }
 }
@@ -627,6 +637,18 @@ impl Opts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The systemd unit does not restart on the statuses that say retrying
+    /// cannot help: these two, and only these.
+    #[test]
+    fn unit_prevents_restart_on_usage_and_busy() {
+        let unit = include_str!("../contrib/scx_fastpath.service");
+        let line = unit
+            .lines()
+            .find_map(|l| l.strip_prefix("RestartPreventExitStatus="))
+            .expect("RestartPreventExitStatus= in the unit");
+        assert_eq!(line, format!("{EXIT_USAGE} {EXIT_BUSY}"));
+    }
 
     #[test]
     fn defaults_turn_every_fast_path_on() {

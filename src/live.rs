@@ -12,6 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 
 use crate::cli::{self, Opts};
+use crate::stdout;
 
 /// Where scx_stats serves every sched_ext scheduler's socket.
 pub const SOCKET: &str = "/var/run/scx/root/stats";
@@ -157,10 +158,10 @@ pub fn request(changes: &[String]) -> Result<(), (u8, anyhow::Error)> {
     let mut args = BTreeMap::new();
     let mut check = Opts::parse_from(["scx_fastpath"]);
     for change in changes {
-        apply(&mut check, change).map_err(|e| (2, e))?;
+        apply(&mut check, change).map_err(|e| (cli::EXIT_USAGE, e))?;
         if let Some((k, v)) = change.split_once('=') {
             if args.insert(k.to_string(), v.to_string()).is_some() {
-                return Err((2, anyhow!("'{k}' given twice")));
+                return Err((cli::EXIT_USAGE, anyhow!("'{k}' given twice")));
             }
         }
     }
@@ -202,8 +203,7 @@ fn send(args: BTreeMap<String, String>) -> Result<()> {
             anyhow!("the running scheduler refused the change: {why}")
         }
     })?;
-    println!("scx_fastpath now runs with: {config}");
-    Ok(())
+    stdout::line(format_args!("scx_fastpath now runs with: {config}"))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod readme;
 mod scheduler;
 mod stats;
 mod stats_server;
+mod stdout;
 mod tui;
 
 use std::io::IsTerminal;
@@ -88,11 +89,6 @@ fn run(opts: Opts) -> Result<()> {
     }
 }
 
-/// Exit status when another sched_ext scheduler holds the kernel (1 is any
-/// other failure, 2 bad usage). contrib/scx_fastpath.service names it in
-/// RestartPreventExitStatus=.
-const EXIT_BUSY: u8 = 3;
-
 fn main() -> ExitCode {
     let opts = match cli::parse() {
         Ok(opts) => opts,
@@ -107,20 +103,14 @@ fn main() -> ExitCode {
             }
         };
     }
-    if opts.help_stats {
-        print!("{}", stats::describe_counters());
-        return ExitCode::SUCCESS;
-    }
-    if let Some(shell) = opts.completions {
-        clap_complete::generate(
-            shell,
-            &mut cli::command(),
-            "scx_fastpath",
-            &mut std::io::stdout(),
-        );
-        return ExitCode::SUCCESS;
-    }
-    let res = if opts.man {
+    let res = if opts.help_stats {
+        stdout::text(stats::describe_counters())
+    } else if let Some(shell) = opts.completions {
+        // Into memory first: clap_complete panics when the write fails.
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut cli::command(), "scx_fastpath", &mut script);
+        stdout::text(String::from_utf8_lossy(&script))
+    } else if opts.man {
         clap_mangen::Man::new(cli::command())
             .render(&mut std::io::stdout())
             .context("failed to write the man page")
@@ -142,7 +132,7 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("scx_fastpath: error: {e:#}");
             if e.downcast_ref::<preflight::OtherScheduler>().is_some() {
-                ExitCode::from(EXIT_BUSY)
+                ExitCode::from(cli::EXIT_BUSY)
             } else {
                 ExitCode::FAILURE
             }

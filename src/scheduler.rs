@@ -19,6 +19,7 @@ use crate::live;
 use crate::preflight;
 use crate::stats::{self, CpuMetrics, HoldWindows, Metrics, NR_STATS};
 use crate::stats_server::{self, Reply, Request};
+use crate::stdout;
 use scx_stats::StatsServer;
 
 /// How often the run loop looks at the exit state when no stats are due.
@@ -199,7 +200,7 @@ impl<'obj> Scheduler<'obj> {
             std::env::args().collect::<Vec<_>>().join(" ")
         );
         if opts.stats > 0.0 && !opts.json {
-            println!("[fastpath] config: {}", opts.describe());
+            stdout::line(format_args!("[fastpath] config: {}", opts.describe()))?;
         }
         let ops = preflight::loaded_scheduler()?.unwrap_or_else(|| "none".into());
         info!(
@@ -420,7 +421,7 @@ impl<'obj> Scheduler<'obj> {
         let config = self.opts.describe();
         // A JSON sample carries the config itself.
         if self.stats_every.is_some() && !self.stats_json {
-            println!("[fastpath] config: {config}");
+            stdout::line(format_args!("[fastpath] config: {config}"))?;
         }
         Ok(config)
     }
@@ -439,6 +440,8 @@ impl<'obj> Scheduler<'obj> {
         };
 
         let mut rescues_reported = Instant::now();
+        // A stats reader that has gone stops us, but only after the detach.
+        let mut write_failed = None;
         while !uei_exited!(&self.skel, uei) {
             let wait = match self.stats_every {
                 Some(every) => every.saturating_sub(since_prev(&prev)).min(POLL),
@@ -472,12 +475,9 @@ impl<'obj> Scheduler<'obj> {
             if let Some(every) = self.stats_every {
                 if since_prev(&prev) >= every {
                     let now = self.metrics()?;
-                    if self.stats_json {
-                        println!("{}", now.json_line()?);
-                    } else {
-                        for line in now.format_lines(&prev, self.verbose) {
-                            println!("[fastpath] {line}");
-                        }
+                    if let Err(e) = self.print_sample(&now, &prev) {
+                        write_failed = Some(e);
+                        break;
                     }
                     prev = now;
                 }
@@ -485,13 +485,17 @@ impl<'obj> Scheduler<'obj> {
         }
 
         self.report_rescues()?;
-        if self.stats_every.is_some() {
+        if write_failed.is_none() && self.stats_every.is_some() {
             let totals = self.metrics()?;
-            if self.stats_json {
-                println!("{}", totals.json_line()?);
+            write_failed = if self.stats_json {
+                stdout::line(totals.json_line()?)
             } else {
-                println!("[fastpath] totals: {}", totals.format_totals());
+                stdout::line(format_args!(
+                    "[fastpath] totals: {}",
+                    totals.format_totals()
+                ))
             }
+            .err();
         }
         #[cfg(feature = "branch-profile")]
         self.print_branch_profile()?;
@@ -499,7 +503,32 @@ impl<'obj> Scheduler<'obj> {
         // Dropping the link unregisters the scheduler; the kernel then calls
         // ops.exit(), which records why.
         self.struct_ops.take();
-        uei_report!(&self.skel, uei).context("the scheduler exited with an error")
+        let uei = uei_report!(&self.skel, uei).context("the scheduler exited with an error")?;
+        match write_failed {
+            Some(e) => Err(e.context("detached: the stats could not be written")),
+            None => Ok(uei),
+        }
+    }
+
+    /// One --stats sample: a JSON object, or the summary line and, with -v,
+    /// every counter's rate.
+    fn print_sample(&self, now: &Metrics, prev: &Metrics) -> Result<()> {
+        if self.stats_json {
+            return stdout::line(now.json_line()?);
+        }
+        for line in now.format_lines(prev, self.verbose) {
+            stdout::line(format_args!("[fastpath] {line}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// The scheduler is detached before anything else of ours goes: dropping the
+/// skeleton first (its field comes first) would also leave the link to the
+/// end, but only by the order of the fields.
+impl Drop for Scheduler<'_> {
+    fn drop(&mut self) {
+        self.struct_ops.take();
     }
 }
 
@@ -524,10 +553,10 @@ impl Scheduler<'_> {
             }
         }
         // scripts/branch-profile cuts the table out between these lines.
-        println!("[fastpath] branch profile:");
-        print!("{}", format_branch_table(&sum));
-        println!("[fastpath] branch profile end");
-        Ok(())
+        stdout::text(format_args!(
+            "[fastpath] branch profile:\n{}[fastpath] branch profile end\n",
+            format_branch_table(&sum)
+        ))
     }
 }
 

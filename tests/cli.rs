@@ -523,3 +523,32 @@ fn accepted_values_fail_cleanly_when_run() {
     let runs = run_all(lists, Duration::from_millis(1500));
     assert_none("accepted values, run", check(&runs, clean_outcome));
 }
+
+/// Output that cannot be written (a full disk; a reader that has gone is
+/// the same error path): one line and exit 1, never a panic. println!() and
+/// clap_complete panic there (exit 101).
+#[test]
+fn unwritable_output_fails_in_one_line() {
+    let mut failures = Vec::new();
+    for args in [
+        &["--help-stats"][..],
+        &["--completions", "bash"],
+        &["--man"],
+    ] {
+        let out = Command::new(BIN)
+            .args(args)
+            .stdout(std::fs::File::create("/dev/full").expect("open /dev/full"))
+            .stderr(Stdio::piped())
+            .output()
+            .expect("run the binary");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err.lines().collect();
+        if out.status.code() != Some(1)
+            || lines.len() != 1
+            || !lines[0].starts_with("scx_fastpath: error: failed to write")
+        {
+            failures.push(format!("{args:?}: {:?}, stderr {err:?}", out.status));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

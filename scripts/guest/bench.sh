@@ -141,7 +141,7 @@ sched_stop() {
 	local name=$1 rc=0
 	[ -n "$SCHED_PID" ] || return 0
 	kill -INT "$SCHED_PID" 2>/dev/null || true
-	wait "$SCHED_PID" 2>/dev/null || rc=$?
+	wait_exit "$SCHED_PID" 2>/dev/null || rc=$?
 	SCHED_PID=
 	if wait_state disabled 15; then
 		say "round $ROUND: $name unloaded (exit $rc, state $(state))"

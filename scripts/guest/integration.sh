@@ -76,7 +76,7 @@ test_mixed_load() {
 	say "last stats: $(sample_summary)"
 
 	kill -INT "$SCHED_PID"
-	wait "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
+	wait_exit "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
 	SCHED_PID=
 	say "totals: $(sample_summary)"
 	for name in direct_local pinned enq_queued disp_cpu_dsq disp_stolen; do
@@ -104,7 +104,7 @@ stop_with() {
 	sleep 1
 	t0=$(date +%s%N)
 	kill "-$sig" "$SCHED_PID"
-	wait "$SCHED_PID"
+	wait_exit "$SCHED_PID"
 	rc=$?
 	wait_state disabled 2
 	t1=$(date +%s%N)
@@ -127,7 +127,7 @@ test_sigkill() {
 	start_sched || return 1
 	sleep 1
 	kill -KILL "$SCHED_PID"
-	wait "$SCHED_PID" 2>/dev/null
+	wait_exit "$SCHED_PID" 5 2>/dev/null
 	SCHED_PID=
 	if ! wait_state disabled 5; then
 		say "state still $(state) 5 s after SIGKILL"
@@ -187,6 +187,36 @@ test_errors() {
 	return $ok
 }
 
+# A stats reader that goes away (`scx_fastpath --stats 1 | head -n 2`): the
+# loader's next write fails. It must detach, say why in one line and exit 1,
+# not panic (println! does, on EPIPE: exit 101 and a panic trace).
+test_stats_reader_gone() {
+	local m rc err=$WORK/reader-gone.err status=$WORK/reader-gone.rc lines
+	m=$(dmesg_mark)
+	rm -f "$status"
+	lines=$({
+		timeout 60 "$SCHED" --stats 0.5 2>"$err"
+		echo $? >"$status"
+	} | head -n 2)
+	read -r rc <"$status" 2>/dev/null || rc=missing
+	say "read $(echo "$lines" | wc -l) lines, then closed the pipe: exit $rc"
+	say "its last line: $(tail -n 1 "$err")"
+	wait_state disabled 5 || { say "state still $(state)"; return 1; }
+	[ "$rc" = 1 ] || { say "exit $rc, not 1"; return 1; }
+	if grep -q panicked "$err"; then
+		say "it panicked"
+		return 1
+	fi
+	tail -n 1 "$err" | grep -q 'error: detached: the stats could not be written: failed to write to standard output' || {
+		say "no one-line error for it"
+		return 1
+	}
+	grep -q 'EXIT: unregistered from user space' "$err" || {
+		say "no clean detach in its log"
+		return 1
+	}
+	check_no_kernel_errors "$m"
+}
 
 # ---------------------------------------------------------------------------
 # Fast paths: each test runs a workload built to take the path, once with
@@ -211,7 +241,7 @@ run_under_sched() {
 	"$@" >"$WORK/workload.log" 2>&1
 	local rc=$?
 	kill -INT "$SCHED_PID"
-	wait "$SCHED_PID" || { say "loader exited non-zero"; rc=1; }
+	wait_exit "$SCHED_PID" || { say "loader exited non-zero"; rc=1; }
 	SCHED_PID=
 	[ "$rc" -eq 0 ] || { say "workload failed ($rc):"; tail -n 5 "$WORK/workload.log" | sed 's/^/    | /'; }
 	return $rc
@@ -407,7 +437,7 @@ test_hog_storm() {
 		ok=1
 	fi
 	kill -INT "$SCHED_PID"
-	wait "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
+	wait_exit "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
 	SCHED_PID=
 	say "     $(say_counters slice_short starve_rescue pinned 2>&1 >/dev/null | xargs)"
 	detached_on_request || ok=1
@@ -1424,7 +1454,7 @@ still_attached() {
 stop_sched() {
 	local rc=0
 	kill -INT "$SCHED_PID"
-	wait "$SCHED_PID" || { say "loader exited non-zero"; rc=1; }
+	wait_exit "$SCHED_PID" || { say "loader exited non-zero"; rc=1; }
 	SCHED_PID=
 	detached_on_request || rc=1
 	return $rc
@@ -1476,7 +1506,7 @@ test_sysrq_disable() {
 	sleep 2
 	echo S >/proc/sysrq-trigger
 	wait_state disabled 5 || { say "state $(state) 5 s after sysrq-S"; ok=1; }
-	wait "$SCHED_PID"
+	wait_exit "$SCHED_PID"
 	rc=$?
 	SCHED_PID=
 	say "sysrq-S: state $(state); loader exit status $rc: $(grep -E 'EXIT' "$SCHED_LOG" | tail -n 1)"
@@ -1998,14 +2028,27 @@ test_topology() {
 	return $ok
 }
 
-# TESTS="name ..." runs a subset (scxtop only that way: it needs SCXTOP).
-DEFAULT_TESTS="attach weights wakee_share mixed_load sigint sigterm sigkill hotplug errors pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
+# TESTS="name ..." runs a subset.
+DEFAULT_TESTS="attach weights wakee_share mixed_load sigint sigterm sigkill hotplug errors stats_reader_gone pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
 # The fault matrix (scripts/test --faults). The storms (hold_races is the
 # sleeper storm with an idle hold) run once in the default set and four
 # times more here, so that one --faults run shows them 5 of 5 (a storm
 # that passed once proves little).
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak_shares soak"
 FAULT_TESTS="$FAULT_TESTS$(for _ in 1 2 3 4; do printf ' sleeper_storm hog_storm hold_races'; done)"
+# Run only when named in TESTS: scxtop needs SCXTOP, topology a guest
+# shaped by scripts/test.
+NAMED_TESTS="scxtop topology"
+# A test_ function in none of the lists would never run: refuse to start.
+for f in $(declare -F | awk '$3 ~ /^test_/ {print substr($3, 6)}'); do
+	case " $DEFAULT_TESTS $FAULT_TESTS $NAMED_TESTS " in
+	*" $f "*) ;;
+	*)
+		echo "test_$f is in none of DEFAULT_TESTS, FAULT_TESTS and NAMED_TESTS"
+		exit 2
+		;;
+	esac
+done
 [ "${FAULTS:-0}" = 1 ] && DEFAULT_TESTS="$DEFAULT_TESTS $FAULT_TESTS"
 for t in ${TESTS:-$DEFAULT_TESTS}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }

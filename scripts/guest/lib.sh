@@ -84,11 +84,32 @@ start_sched() {
 	esac
 }
 
+# Wait for process $1, a child of this shell, to exit, and return its exit
+# status; one still running $2 s later (30 by default) is said and killed
+# (status 137), so a loader that hangs on its way out fails its test
+# instead of running the guest into its time limit.
+wait_exit() {
+	local pid=$1 secs=${2:-30} dog rc
+	{
+		sleep "$secs"
+		if kill -0 "$pid" 2>/dev/null; then
+			say "pid $pid still running ${secs} s after it was told to stop: killed"
+			kill -KILL "$pid"
+		fi
+	} &
+	dog=$!
+	wait "$pid"
+	rc=$?
+	kill "$dog" 2>/dev/null
+	wait "$dog" 2>/dev/null
+	return $rc
+}
+
 # Stop whatever scheduler a test left running, so the next starts clean.
 cleanup_sched() {
 	if [ -n "${SCHED_PID:-}" ] && kill -0 "$SCHED_PID" 2>/dev/null; then
 		kill -INT "$SCHED_PID" 2>/dev/null || true
-		wait "$SCHED_PID" 2>/dev/null || true
+		wait_exit "$SCHED_PID" 2>/dev/null || true
 	fi
 	SCHED_PID=
 	wait_state disabled 10 || say "warning: state still $(state) after cleanup"
