@@ -98,7 +98,8 @@ fn tune_of(opts: &Opts) -> FpTune {
         llc_steal: u8::from(!opts.no_llc_steal),
         lazy_vmin: u8::from(!opts.no_lazy_vmin),
         light_slice: u8::from(!opts.no_light_slice),
-        // The struct's tail padding, where the skeleton names one.
+        // The struct's tail padding, where the skeleton names one (a field
+        // left out above would be 0 too: every_tune_field_has_a_live_key).
         ..Default::default()
     }
 }
@@ -591,5 +592,45 @@ mod tests {
             });
             assert!(value.is_some(), "{key}: no value changes struct fp_tune");
         }
+    }
+
+    /// The other way: every field of struct fp_tune is changed by some live
+    /// key. A field added to the struct but not to tune_of() would be filled
+    /// by the struct update (0: off, for a switch) and fail here.
+    #[test]
+    fn every_tune_field_has_a_live_key() {
+        // The skeleton's Debug, one field a line: "    name: value,".
+        let fields = |t: &FpTune| -> Vec<(String, String)> {
+            format!("{t:#?}")
+                .lines()
+                .filter_map(|l| l.strip_prefix("    "))
+                .filter(|l| !l.starts_with(' '))
+                .filter_map(|l| l.split_once(": "))
+                .filter(|(k, _)| !k.starts_with("__pad"))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let o = Opts::parse_from(["scx_fastpath"]);
+        let base = fields(&tune_of(&o));
+        let mut reached = std::collections::BTreeSet::new();
+        for (key, _) in live::LIVE {
+            for v in ["4321", "on", "off"] {
+                let mut n = o.clone();
+                if live::apply(&mut n, &format!("{key}={v}")).is_ok() {
+                    for ((name, a), (_, b)) in base.iter().zip(fields(&tune_of(&n))) {
+                        if *a != b {
+                            reached.insert(name.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let missed: Vec<&String> = base
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| !reached.contains(*k))
+            .collect();
+        assert!(base.len() > 5, "fields not read from {base:?}");
+        assert!(missed.is_empty(), "no live key changes {missed:?}");
     }
 }
