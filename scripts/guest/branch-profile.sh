@@ -11,10 +11,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 
-want="cpu-sched fifo flipflop futex mq msg mtx mutex poll prio-inv pthread race-sched schedmix schedpolicy switch tee yield"
+# shellcheck source=../lib/stressors.sh
+source "$here/../lib/stressors.sh"
 have=$(stress-ng --stressors)
 run=() missing=()
-for s in $want; do
+for s in $SCHED_STRESSORS; do
 	if printf '%s\n' $have | grep -qx "$s"; then run+=("$s"); else missing+=("$s"); fi
 done
 echo "${missing[*]:-}" >"$OUT/missing"
