@@ -14,7 +14,9 @@ use clap::Parser;
 use crate::cli::{self, Opts};
 use crate::stdout;
 
-/// Where scx_stats serves every sched_ext scheduler's socket.
+/// The stats socket: the server, `set` and the dashboard name it; it is
+/// also scx_stats' default, which --monitor (scx_utils::monitor_stats)
+/// uses, so the guest test `monitor` fails if the two part.
 pub const SOCKET: &str = "/var/run/scx/root/stats";
 
 /// The stats socket's request target that `set` uses ("top" is the figures).

@@ -65,8 +65,9 @@ pub fn launch() -> Result<StatsServer<Request, Reply>> {
             }),
         );
     StatsServer::new(data)
+        .set_path(live::SOCKET)
         .launch()
-        .context("failed to open the stats socket (/var/run/scx/root/stats)")
+        .with_context(|| format!("failed to open the stats socket ({})", live::SOCKET))
 }
 
 /// `--monitor`: print the running scheduler's figures every `every`, as

@@ -29,12 +29,11 @@ use ratatui::widgets::{
 use ratatui::{Frame, Terminal};
 use scx_stats::prelude::*;
 
+use crate::live::SOCKET;
 use crate::stats::{share_pct, CpuMetrics, Metrics};
 
 /// Samples kept for the sparklines.
 const HISTORY: usize = 60;
-/// Where the running scheduler serves its figures.
-const SOCKET: &str = "/var/run/scx/root/stats";
 /// How long the keyboard is waited for between looks at the samples.
 const TICK: Duration = Duration::from_millis(100);
 /// How often to retry when no scheduler serves the socket.
@@ -66,7 +65,7 @@ fn nap(d: Duration, stop: &AtomicBool) {
 /// away. Returns when `stop` is set or the UI has gone.
 fn sample(every: Duration, stop: &AtomicBool, tx: &Sender<Msg>) {
     while !stop.load(Ordering::SeqCst) {
-        let mut client = match StatsClient::new().connect(Some(5000)) {
+        let mut client = match StatsClient::new().set_path(SOCKET).connect(Some(5000)) {
             Ok(c) => c,
             Err(e) => {
                 let kind = e.downcast_ref::<std::io::Error>().map(|e| e.kind());
