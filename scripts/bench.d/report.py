@@ -8,8 +8,9 @@ Input, a run directory written by scripts/bench and scripts/guest/bench.sh:
   scheds.tsv  schedulers compared, in order (NAME<TAB>COMMAND<TAB>GROUPS;
               GROUPS: the workload groups it ran, absent = all)
   ablations.tsv  ablation variants: NAME<TAB>SWITCH<TAB>GROUPS<TAB>WHY
-  raw.tsv     one measurement per line:
-              round sched workload metric value unit hib status note group
+  raw.tsv     a header line naming the columns (round sched workload
+              metric value unit hib status note group), then one
+              measurement per line
 Output, in --out (default docs/bench):
   results-<date>-<commit>.md, results-<date>-<commit>.svg, raw-<date>-<commit>.tsv, latest.md,
   latest.json
@@ -31,7 +32,6 @@ import statistics
 import sys
 from collections import OrderedDict, defaultdict
 
-RAW_COLS = ["round", "sched", "workload", "metric", "value", "unit", "hib", "status", "note", "group"]
 BASE = "default"
 TWIN = "default-b"
 COLORS = ["#8c8c8c", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
@@ -50,14 +50,19 @@ def read_kv(path):
 
 
 def read_raw(path):
+    """The measurements, by the column names of the file's header line
+    (scripts/guest/bench.sh writes it beside the rows)."""
     rows = []
     with open(path) as f:
+        cols = f.readline().rstrip("\n").split("\t")
+        if cols[0] != "round":
+            sys.exit(f"report.py: {path} has no header line (round<TAB>sched...)")
         for line in f:
             parts = line.rstrip("\n").split("\t")
-            if len(parts) < len(RAW_COLS) - 2 or parts[0] == "round":
+            if len(parts) < len(cols) - 2:
                 continue
-            parts += [""] * (len(RAW_COLS) - len(parts))
-            rows.append(dict(zip(RAW_COLS, parts)))
+            parts += [""] * (len(cols) - len(parts))
+            rows.append(dict(zip(cols, parts)))
     return rows
 
 
@@ -590,10 +595,7 @@ class Report:
             f.write(md)
         with open(os.path.join(out, base + ".svg"), "w") as f:
             f.write(self.svg())
-        with open(os.path.join(out, self.raw_name), "w") as f:
-            f.write("\t".join(RAW_COLS) + "\n")
-            with open(os.path.join(self.run, "raw.tsv")) as r:
-                f.write(r.read())
+        shutil.copyfile(os.path.join(self.run, "raw.tsv"), os.path.join(out, self.raw_name))
         # latest.md sits beside results-<date>-<commit>.svg, so the image link holds.
         shutil.copyfile(os.path.join(out, base + ".md"), os.path.join(out, "latest.md"))
         with open(os.path.join(out, "latest.json"), "w") as f:

@@ -8,7 +8,7 @@
 #               the workload groups it runs, comma-separated; absent = all)
 #   bin/        the C workloads (compiled on the host), scheduler binaries
 # and receiving:
-#   raw.tsv     one line per measurement (columns: see rec below)
+#   raw.tsv     a header line, then one line per measurement (see rec below)
 #   calib.txt   the loop counts picked for this guest
 #   guest.txt   guest facts for the report header
 #
@@ -44,10 +44,11 @@ ROUND=0
 SNAME=-
 GROUP=
 
-# One measurement line: round sched workload metric value unit hib status note
-# group. hib: 1 = higher is better, 0 = lower is better. status:
-# ok|FAILED|missing. group: the workload group (what --only and the ablation
-# table name), so the report can tell "not run" from "failed".
+# One measurement line, in the columns the header below names (the report
+# reads them from it). hib: 1 = higher is better, 0 = lower is better.
+# status: ok|FAILED|missing. group: the workload group (what --only and the
+# ablation table name), so the report can tell "not run" from "failed".
+[ -s "$RAW" ] || printf 'round\tsched\tworkload\tmetric\tvalue\tunit\thib\tstatus\tnote\tgroup\n' >"$RAW"
 rec() {
 	local workload=$1 metric=$2 value=$3 unit=$4 hib=$5 status=${6:-ok} note=${7:-}
 	note=${note//$'\t'/ }
@@ -443,7 +444,7 @@ main() {
 			done
 		done
 	done
-	say "done: $(grep -c . "$RAW") raw lines in $RAW"
+	say "done: $(($(grep -c . "$RAW") - 1)) measurements in $RAW"
 }
 
 main "$@"
