@@ -7,7 +7,7 @@ Input, a run directory written by scripts/bench and scripts/guest/bench.sh:
   calib.txt   loop counts the guest picked
   scheds.tsv  schedulers compared, in order (NAME<TAB>COMMAND<TAB>GROUPS;
               GROUPS: the workload groups it ran, absent = all)
-  ablations.tsv  ablation variants: NAME<TAB>SWITCH<TAB>GROUPS<TAB>WHY
+  ablations.tsv  ablation variants: a header line naming the columns, then a line each
   raw.tsv     a header line naming the columns (round sched workload
               metric value unit hib status note group), then one
               measurement per line
@@ -106,10 +106,14 @@ class Report:
         ab = os.path.join(run, "ablations.tsv")
         if os.path.exists(ab):
             with open(ab) as f:
+                # The columns are named by the header scripts/bench writes.
+                cols = f.readline().rstrip("\n").split("\t")
+                if "name" not in cols:
+                    sys.exit(f"report.py: {ab} has no header line naming its columns (an older run: rerun it)")
                 for l in f:
-                    parts = l.rstrip("\n").split("\t")
-                    if len(parts) >= 4 and parts[0] in self.scheds:
-                        self.ablations.append(dict(zip(["name", "switch", "groups", "why"], parts[:4])))
+                    a = dict(zip(cols, l.rstrip("\n").split("\t")))
+                    if a.get("name") in self.scheds:
+                        self.ablations.append(a)
         self.rounds = int(self.meta.get("rounds", "0") or 0)
         self.date = (self.meta.get("date") or "unknown")[:10]
         # Output files are named by date and commit, so that a second run on
