@@ -156,17 +156,6 @@ pub struct Opts {
     #[arg(long)]
     pub no_head_lag: bool,
 
-    /// Credit a waking task with all the lag head lag measured
-    ///
-    /// Head lag measures a blocking task's lag from the task queued next,
-    /// which may be ahead of the CPU's clock. By default a waking task gets
-    /// that credit only as far as the clock of the CPU it blocked on has
-    /// since got there (counted in lag_unearned when cut). Alone it moved a
-    /// pipe pair beside CPU hogs from 24.2% to 22.9% of the CPU (displaced-head
-    /// did the rest). This flag gives the whole credit.
-    #[arg(long)]
-    pub no_earned_lag: bool,
-
     /// Measure head lag from whatever task is queued next
     ///
     /// By default head lag counts only the DSQ head that the blocking task
@@ -600,7 +589,7 @@ impl Opts {
     /// The tunables as the stats show them.
     pub fn describe(&self) -> String {
         format!(
-            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} earned_lag={} displaced_head={} rcu_first={} light_slice={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
+            "slice_us={} wakeup_gran_us={} hog_gran_us={} hog_run_us={} pull_gran_us={} deferred_preempt={} sync_wake={} sync_affine={} fast_yield={} head_lag={} displaced_head={} rcu_first={} light_slice={} local_preempt={} wake_local={} llc_steal={} hog_hysteresis={} wake_away={} rt_away={} rt_rescue={} pinned_fastpath={} cheap_wakeup={} queued_wakeup={} idle_hold_us={} idle_resume_us={} compact_layout={} lazy_vmin={} branch_hints={}",
             self.slice_us,
             self.wakeup_gran_us,
             self.hog_gran_us,
@@ -611,7 +600,6 @@ impl Opts {
             on_off(self.sync_affine),
             on_off(!self.no_fast_yield),
             on_off(!self.no_head_lag),
-            on_off(!self.no_earned_lag),
             on_off(!self.no_displaced_head),
             on_off(!self.no_rcu_first),
             on_off(!self.no_light_slice),

@@ -56,7 +56,6 @@ pub const LIVE: &[(&str, Apply)] = &[
     }),
     ("fast-yield", |o, v| switch(&mut o.no_fast_yield, v, false)),
     ("head-lag", |o, v| switch(&mut o.no_head_lag, v, false)),
-    ("earned-lag", |o, v| switch(&mut o.no_earned_lag, v, false)),
     ("displaced-head", |o, v| {
         switch(&mut o.no_displaced_head, v, false)
     }),

@@ -83,7 +83,6 @@ fn tune_of(opts: &Opts) -> FpTune {
         cheap_wakeup: u8::from(!opts.no_cheap_wakeup),
         fast_yield: u8::from(!opts.no_fast_yield),
         head_lag: u8::from(!opts.no_head_lag),
-        earned_lag: u8::from(!opts.no_earned_lag),
         displaced_head: u8::from(!opts.no_displaced_head),
         rcu_first: u8::from(!opts.no_rcu_first),
         deferred_preempt: u8::from(!opts.no_deferred_preempt),

@@ -684,7 +684,7 @@ mod tests {
         }
         Metrics {
             at_ms,
-            config: "slice_us=5000 wakeup_gran_us=1000 hog_gran_us=250 deferred_preempt=on sync_wake=off fast_yield=on head_lag=on earned_lag=on displaced_head=on pinned_fastpath=on cheap_wakeup=on queued_wakeup=off idle_hold_us=0 idle_resume_us=off compact_layout=on branch_hints=on".into(),
+            config: "slice_us=5000 wakeup_gran_us=1000 hog_gran_us=250 deferred_preempt=on sync_wake=off fast_yield=on head_lag=on displaced_head=on pinned_fastpath=on cheap_wakeup=on queued_wakeup=off idle_hold_us=0 idle_resume_us=off compact_layout=on branch_hints=on".into(),
             queued: 3,
             counters: Counters::from_array(&cnt),
             version: "0.1.0-gabc x86_64-unknown-linux-gnu".into(),

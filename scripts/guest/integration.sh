@@ -630,9 +630,8 @@ wakee_shares() {
 # Each group's share must be within the weights rule of the default's,
 # default and fastpath measured twice each, alternately; the fastpath runs'
 # head lag counters are printed. Head lag as it was before displaced_head
-# fails it: before it and earned_lag the pipe pair got 24.2% against the
-# default's 15.4%, with earned_lag alone (--no-displaced-head) 22.9%, and
-# with same_head (the step between, since folded into displaced_head)
+# fails it: the pipe pair got 24.2% against the default's 15.4%, and with
+# same_head (the step between, since folded into displaced_head)
 # 17.9-18.7% against 15.2-15.5%, 3 runs of 7 passing (README, Known
 # issues). WAKEE_SHARE_ARGS passes flags to scx_fastpath.
 test_wakee_share() {
@@ -646,7 +645,7 @@ test_wakee_share() {
 		start_sched ${WAKEE_SHARE_ARGS-} || return 1
 		fp+=("$(wakee_shares)")
 		cleanup_sched
-		cnt+=("lag_head=$(counter_total lag_head) lag_head_new=$(counter_total lag_head_new) lag_unearned=$(counter_total lag_unearned)")
+		cnt+=("lag_head=$(counter_total lag_head) lag_head_new=$(counter_total lag_head_new)")
 	done
 	say "CPU $WEIGHT_CPU, $((WEIGHT_SECS * 2)) s: share of its busy time (%), default vs fastpath, two runs each (idle ticks last):"
 	say "  default: ${def[0]} | ${def[1]}; fastpath: ${fp[0]} | ${fp[1]}"

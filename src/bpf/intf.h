@@ -144,7 +144,6 @@ struct fp_tune {
 	u8 cheap_wakeup;
 	u8 fast_yield;
 	u8 head_lag;
-	u8 earned_lag;
 	u8 displaced_head;
 	u8 deferred_preempt;
 	u8 sync_wake;
@@ -223,7 +222,6 @@ enum fp_stat_idx {
 	/* Weights and the starvation guard. */
 	FP_STAT_LAG_HEAD,	/* a blocking task's lag was measured from its CPU's DSQ head, ahead of the CPU's clock */
 	FP_STAT_LAG_HEAD_NEW,	/* a blocking task's lag was measured from its CPU's clock: the DSQ head was not the task it displaced (displaced_head) */
-	FP_STAT_LAG_UNEARNED,	/* a waking task's lag was cut to how far its CPU's clock had got since it blocked */
 	FP_STAT_KTHREAD_WAKE,	/* a waking kernel thread got the kthread credit */
 	FP_STAT_STARVE_RESCUE,	/* the guard ran a task that had waited FP_STARVE_MS */
 	FP_STAT_RCU_FIRST,	/* a task preempted inside an RCU read-side section was queued first on its CPU */

@@ -403,32 +403,6 @@ static __always_inline u64 cpu_vmin(s32 cpu)
 }
 
 /*
- * The lag a waking task is placed with. With head_lag, a blocking task's lag
- * is measured from the vtime of the task queued next on its CPU, where the
- * CPU's clock will be once that task starts. Until then the credit is not
- * earned. With earned_lag the lag is measured from no further than the clock
- * of the CPU it blocked on has got since: a sleeper that preempted a hog,
- * which then ran on, keeps all of it. tctx->vtime is still the vtime it
- * blocked with, on that CPU's clock. Alone it moved wakee_share's pipe pair
- * only from 24.2% to 22.9% (displaced_head did the rest); on the suite it
- * read 1.003x at 412abc1 (docs/bench/same-head) and 1.015x at 5465d30, both
- * inside the noise, with stress-ng yield x1 and tee x1 ahead in the latter.
- */
-static __always_inline s64 wake_lag(struct task_ctx *tctx)
-{
-	s64 max = FP_LAG_SLICES * tune.slice_ns;
-	s64 earned;
-
-	if (!tune.earned_lag)
-		return tctx->lag;
-	earned = (s64)(cpu_vmin(tctx->cpu) - tctx->vtime);
-	if (earned >= tctx->lag)
-		return tctx->lag;
-	stat_inc(FP_STAT_LAG_UNEARNED);
-	return earned < -max ? -max : earned;
-}
-
-/*
  * Put @p on @cpu's clock before it is queued or runs there.
  *
  * A task that blocked is placed at @cpu's clock minus the lag it had when
@@ -460,7 +434,7 @@ static __always_inline void place_task(struct task_struct *p,
 			tctx->vtime = cpu_vmin(cpu) - FP_KTHREAD_LAG_SLICES * tune.slice_ns;
 			stat_inc(FP_STAT_KTHREAD_WAKE);
 		} else {
-			tctx->vtime = cpu_vmin(cpu) - wake_lag(tctx);
+			tctx->vtime = cpu_vmin(cpu) - tctx->lag;
 		}
 	} else if (tctx->cpu != cpu) {
 		tctx->vtime = cpu_vmin(cpu) + (tctx->vtime - cpu_vmin(tctx->cpu));
