@@ -72,7 +72,9 @@ fn run(opts: Opts) -> Result<()> {
     let mut open_object = MaybeUninit::uninit();
     let mut opts = opts;
     loop {
-        let mut sched = Scheduler::init(&opts, &mut open_object)?;
+        let Some(mut sched) = Scheduler::init(&opts, &mut open_object, &stopping)? else {
+            return Ok(());
+        };
         let uei = sched.run(&shutdown_rx)?;
         // A restart keeps what `set` changed.
         opts = sched.opts().clone();

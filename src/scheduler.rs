@@ -2,6 +2,7 @@
 
 use std::mem::MaybeUninit;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -123,7 +124,14 @@ fn cpu_llcs(nr_cpus: usize) -> Result<(Vec<u32>, usize)> {
 }
 
 impl<'obj> Scheduler<'obj> {
-    pub fn init(opts: &Opts, open_object: &'obj mut MaybeUninit<OpenObject>) -> Result<Self> {
+    /// Load and attach the scheduler. `None` when `stopping` was set while
+    /// it loaded (the verifier takes seconds on a slow machine): a Ctrl-C
+    /// or SIGTERM then ends the run without the scheduler ever attaching.
+    pub fn init(
+        opts: &Opts,
+        open_object: &'obj mut MaybeUninit<OpenObject>,
+        stopping: &AtomicBool,
+    ) -> Result<Option<Self>> {
         let nr_cpus = preflight::nr_cpu_ids()?;
         // The one experimental setting; it cannot be turned on live.
         if opts.idle_hold_us > 0 {
@@ -178,6 +186,10 @@ impl<'obj> Scheduler<'obj> {
                 None => e,
             })
             .context("failed to load the BPF scheduler")?;
+        if stopping.load(Ordering::SeqCst) {
+            info!("a stop was requested while the scheduler loaded: not attaching it");
+            return Ok(None);
+        }
         // Re-check right before attaching: name a scheduler that won the race.
         preflight::check_no_other_scheduler()?;
         let struct_ops =
@@ -210,7 +222,7 @@ impl<'obj> Scheduler<'obj> {
 
         let stats_server = stats_server::launch()?;
 
-        Ok(Self {
+        Ok(Some(Self {
             skel,
             struct_ops: Some(struct_ops),
             _idle_resume: idle_resume,
@@ -225,7 +237,7 @@ impl<'obj> Scheduler<'obj> {
             attached_at: Instant::now(),
             opts: opts.clone(),
             stats_server,
-        })
+        }))
     }
 
     /// Every CPU's counters; one row, the shared array, without the

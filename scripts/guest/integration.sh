@@ -119,6 +119,45 @@ stop_with() {
 test_sigint() { stop_with INT; }
 test_sigterm() { stop_with TERM; }
 
+# Ctrl-C while the scheduler loads (the verifier takes seconds in this
+# guest): the loader must exit 0 without ever attaching it. A loader that
+# attaches anyway and detaches at its first look at the signal passes
+# sigint but fails here: the kernel logs the scheduler enabled.
+test_sigint_loading() {
+	local m rc i caught ms t0 t1
+	m=$(dmesg_mark)
+	SCHED_LOG=$(mktemp -p "$WORK" sched.XXXXXX.log) || return 1
+	t0=$(date +%s%N)
+	"$SCHED" >"$SCHED_LOG" 2>&1 &
+	SCHED_PID=$!
+	# Signal as soon as the handler is installed (SIGINT, bit 2, in SigCgt),
+	# before which a Ctrl-C kills the loader with its default action.
+	for ((i = 0; i < 500; i++)); do
+		caught=$(awk '$1 == "SigCgt:" { print $2 }' "/proc/$SCHED_PID/status" 2>/dev/null)
+		[ -n "$caught" ] && (((16#$caught & 2) != 0)) && break
+		sleep 0.01
+	done
+	kill -INT "$SCHED_PID"
+	t1=$(date +%s%N)
+	ms=$(((t1 - t0) / 1000000))
+	wait_exit "$SCHED_PID"
+	rc=$?
+	SCHED_PID=
+	say "SIGINT ${ms} ms after the start; loader exit status $rc, state $(state)"
+	say "loader said: $(tail -n 1 "$SCHED_LOG")"
+	if dmesg | tail -n "+$((m + 1))" | grep -E 'BPF scheduler ".*" enabled'; then
+		say "the scheduler was attached after the stop was requested"
+		return 1
+	fi
+	grep -q 'not attaching' "$SCHED_LOG" || {
+		say "the loader did not say it stopped before attaching; its log:"
+		sed 's/^/    | /' "$SCHED_LOG"
+		return 1
+	}
+	[ "$rc" -eq 0 ] && [ "$(state)" = disabled ] || return 1
+	check_no_kernel_errors "$m"
+}
+
 # A loader killed outright cannot clean up: the kernel must detach the
 # scheduler when the last reference to its struct_ops link goes away.
 test_sigkill() {
@@ -2028,7 +2067,7 @@ test_topology() {
 }
 
 # TESTS="name ..." runs a subset.
-DEFAULT_TESTS="attach weights wakee_share mixed_load sigint sigterm sigkill hotplug errors stats_reader_gone pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
+DEFAULT_TESTS="attach weights wakee_share mixed_load sigint sigint_loading sigterm sigkill hotplug errors stats_reader_gone pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
 # The fault matrix (scripts/test --faults). The storms (hold_races is the
 # sleeper storm with an idle hold) run once in the default set and four
 # times more here, so that one --faults run shows them 5 of 5 (a storm
