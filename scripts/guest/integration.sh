@@ -145,7 +145,7 @@ test_sigint_loading() {
 	SCHED_PID=
 	say "SIGINT ${ms} ms after the start; loader exit status $rc, state $(state)"
 	say "loader said: $(tail -n 1 "$SCHED_LOG")"
-	if dmesg | tail -n "+$((m + 1))" | grep -E 'BPF scheduler ".*" enabled'; then
+	if dmesg_since "$m" | grep -E 'BPF scheduler ".*" enabled'; then
 		say "the scheduler was attached after the stop was requested"
 		return 1
 	fi

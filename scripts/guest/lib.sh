@@ -197,13 +197,14 @@ nr_llcs() {
 # dropped first; the kernel never starts a line with it (its own reports
 # name the task as "Comm: virtme-ng-init" or "virtme-ng-init[1]:").
 kernel_errors() {
-	local since=${1:-0}
-	dmesg | tail -n "+$((since + 1))" |
+	dmesg_since "${1:-0}" |
 		grep -Ev '^(\[ *[0-9]+\.[0-9]+\] )?virtme-ng-init: ' |
 		grep -E 'sched_ext.*(error|errored|stall|watchdog|failed)|BUG:|WARNING:|Oops|Call Trace' || true
 }
 
 dmesg_mark() { dmesg | wc -l; }
+# The kernel log after mark $1 (from dmesg_mark).
+dmesg_since() { dmesg | tail -n "+$(($1 + 1))"; }
 
 check_no_kernel_errors() {
 	local errs
