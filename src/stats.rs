@@ -124,7 +124,7 @@ pub struct CpuMetrics {
     #[stat(desc = "tasks waiting on this CPU's DSQ now")]
     pub queued: u64,
     #[stat(
-        desc = "tasks placed (sent to a CPU or queued on a DSQ): direct_local + wake_sync + wake_prev_idle + enq_queued + pinned + hold_redirect"
+        desc = "tasks placed (sent to a CPU or queued on a DSQ): direct_local + wake_prev_idle + enq_queued + pinned + hold_redirect"
     )]
     pub placed: u64,
     #[stat(desc = "placements that took a fast path: pinned + wake_prev_idle + wake_no_scan")]
@@ -146,7 +146,6 @@ impl CpuMetrics {
             queued,
             placed: sum(&[
                 c.direct_local,
-                c.wake_sync,
                 c.wake_prev_idle,
                 c.enq_queued,
                 c.pinned,
@@ -637,7 +636,7 @@ mod tests {
             (bpf_intf::fp_stat_idx_FP_STAT_KEEP_PREV, "keep_prev"),
             (bpf_intf::fp_stat_idx_FP_STAT_PINNED, "pinned"),
             (bpf_intf::fp_stat_idx_FP_STAT_HOLD_REDIRECT, "hold_redirect"),
-            (bpf_intf::fp_stat_idx_FP_STAT_WAKE_QUEUED, "wake_queued"),
+            (bpf_intf::fp_stat_idx_FP_STAT_STARVE_KICK, "starve_kick"),
             (bpf_intf::fp_stat_idx_FP_STAT_CGROUP_WEIGHT, "cgroup_weight"),
         ] {
             assert_eq!(STAT_NAMES[idx as usize], name);

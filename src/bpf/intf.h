@@ -25,7 +25,11 @@ enum fp_consts {
 	FP_MAX_CPUS		= 1024,
 	FP_CACHELINE		= 64,
 
-	/* DSQ ids: DSQ n is CPU n's. */
+	/*
+	 * DSQ ids: DSQ n is CPU n's; FP_DSQ_RESCUE holds what the
+	 * starvation guard rescued, for any CPU that may run it.
+	 */
+	FP_DSQ_RESCUE		= FP_MAX_CPUS,
 
 	/* Tunable ranges, checked by the loader and relied upon by BPF. */
 	FP_SLICE_US_MIN		= 100,
@@ -50,9 +54,10 @@ enum fp_consts {
 	 * Sleeper credit: a waking task keeps the lag it had when it blocked
 	 * (how far behind its CPU's clock, vmin, it was), bounded to FP_LAG_SLICES
 	 * slices either way, so it comes back ahead of CPU hogs without
-	 * hoarding credit. A waking kernel thread is put FP_KTHREAD_LAG_SLICES
-	 * behind: kworkers and ksoftirqd do short work that others wait on,
-	 * often as a chain of wakeups.
+	 * hoarding credit. A kernel thread may keep up to
+	 * FP_KTHREAD_LAG_SLICES of the lag it earned: kworkers and ksoftirqd
+	 * do short work that others wait on, often as a chain of wakeups; one
+	 * that runs long earns none.
 	 */
 	FP_LAG_SLICES		= 2,
 	FP_KTHREAD_LAG_SLICES	= 4,
@@ -103,10 +108,9 @@ enum fp_consts {
 	/* The cgroup weight of a cgroup without cpu.weight (the default). */
 	FP_CGROUP_WEIGHT_DFL	= 100,
 	/*
-	 * A cgroup's path weight is the product of the cpu.weight / 100 of
-	 * at most this many cgroups up from it, capped at the second (a
-	 * thousand times the default: a task's weight times it stays far
-	 * from overflowing).
+	 * A task's weight in the flattened cgroup hierarchy takes at most
+	 * this many cgroups up from its own into account, and is capped at
+	 * the second (a thousand times the default).
 	 */
 	FP_CGROUP_DEPTH_MAX	= 32,
 	FP_CGROUP_PATH_WEIGHT_MAX = 100000,
@@ -169,8 +173,6 @@ struct fp_tune {
 enum fp_stat_idx {
 	/* Where ops.select_cpu()/ops.enqueue() put a task. */
 	FP_STAT_DIRECT_LOCAL,	/* a waking task went straight to an idle CPU */
-	FP_STAT_WAKE_SYNC,	/* with --sync-wake: a sync wakeup went to the waker's CPU */
-	FP_STAT_WAKE_SYNC_MASKED,	/* a sync wakeup's idle pick ignored the waker's busy CPU (no --sync-affine) */
 	FP_STAT_ENQ_QUEUED,	/* a task was queued on its CPU's DSQ */
 	FP_STAT_WAKE_LOCAL,	/* a wakee of a waker that usually blocks went to their CPU's local DSQ, next there */
 	FP_STAT_WAKE_AWAY,	/* no CPU idle: a wakee went beside its waker, which keeps running, not behind it */
@@ -186,7 +188,6 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_NONE_IDLE,	/* select_cpu skipped the kernel's idle search: no CPU was idle */
 	FP_STAT_WAKE_NO_SCAN,	/* enqueue skipped the idle scan select_cpu had just done */
 	FP_STAT_WAKE_NO_KICK,	/* no preemption check: the CPU runs none of ours or was kicked */
-	FP_STAT_WAKE_QUEUED,	/* a queued wakeup (no select_cpu) reached enqueue */
 
 	/* Fast path 3: hold a CPU briefly before idling. */
 	FP_STAT_HOLD_START,	/* a CPU held instead of going idle */
@@ -206,7 +207,6 @@ enum fp_stat_idx {
 	/* Kicks sent by ops.enqueue(). */
 	FP_STAT_KICK_IDLE,	/* an idle CPU was woken for a task that skipped select_cpu */
 	FP_STAT_WAKE_PREEMPT,	/* a waking task preempted a CPU whose task was behind it */
-	FP_STAT_WAKE_PREEMPT_LOCAL,	/* ... and went straight to that CPU's local DSQ, with no kick or dispatch */
 	FP_STAT_WAKE_NO_PREEMPT,	/* no preemption: the running task ran less than --wakeup-gran-us, or is not that far behind */
 	FP_STAT_WAKE_DEFERRED,	/* the running task had not had --wakeup-gran-us yet: a timer will preempt it when it has */
 	FP_STAT_WAKE_DEFER_KICK,	/* ... and the timer preempted it (the same run was still going on) */
@@ -222,17 +222,15 @@ enum fp_stat_idx {
 	/* Weights and the starvation guard. */
 	FP_STAT_LAG_HEAD,	/* a blocking task's lag was measured from its CPU's DSQ head, ahead of the CPU's clock */
 	FP_STAT_LAG_HEAD_NEW,	/* a blocking task's lag was measured from its CPU's clock: the DSQ head was not the task it displaced (displaced_head) */
-	FP_STAT_KTHREAD_WAKE,	/* a waking kernel thread got the kthread credit */
-	FP_STAT_STARVE_RESCUE,	/* the guard ran a task that had waited FP_STARVE_MS */
+	FP_STAT_KTHREAD_WAKE,	/* a waking kernel thread came back with more credit than FP_LAG_SLICES, lag it had earned */
+	FP_STAT_STARVE_RESCUE,	/* the guard moved a task that had waited FP_STARVE_MS to the rescue DSQ, which every CPU looks at first */
+	FP_STAT_STARVE_KICK,	/* ... and woke an idle CPU that may run it */
 	FP_STAT_RCU_FIRST,	/* a task preempted inside an RCU read-side section was queued first on its CPU */
 	FP_STAT_CGROUP_WEIGHT,	/* a cgroup's cpu.weight was set or changed */
 	FP_STAT_SLICE_SHORT,	/* a task was queued behind more than FP_DEEP_QUEUE with a shorter slice */
 	FP_STAT_SLICE_LIGHT,	/* with light_slice: a task lighter than nice 0 started a run with its slice cut to its weight */
 	FP_STAT_SLICE_LIGHT_KICK,	/* ... and the timer armed for the cut slice's end preempted it (before the tick would have) */
 	FP_STAT_SLICE_LIGHT_ALONE,	/* with light_slice: a task lighter than nice 0 started a run with nothing waiting on its CPU, and its slice was left whole */
-
-	/* Hot data (fast path 4). */
-	FP_STAT_VMIN_LAZY,	/* ops.running(): the CPU's clock moved by under 1/16 slice and was not written (lazy_vmin) */
 
 FP_NR_STATS,
 };
@@ -261,16 +259,16 @@ enum fp_branch_idx {
 	FP_BR_ENQ_REDIRECTED,	/* enqueue: a redirected wakeup */
 	FP_BR_ENQ_PINNED,	/* enqueue: task has one possible CPU */
 	FP_BR_PINNED_MIGDIS,	/* pinned_cpu: migration-disabled */
-	FP_BR_ENQ_QUEUED_WAKEUP,	/* enqueue: a wakeup that skipped select_cpu */
 	FP_BR_ENQ_NO_SCAN,	/* enqueue: wakeup select_cpu already scanned for */
 	FP_BR_PREEMPT_NO_KICK,	/* preempt_if_behind: kick cannot matter */
 	FP_BR_PREEMPT_BEHIND,	/* preempt_if_behind: current task is behind */
+	FP_BR_DISPATCH_NO_RESCUED,	/* dispatch: nothing on the rescue DSQ */
 	FP_BR_DISPATCH_CONSUMED,	/* dispatch: found a waiting task */
 	FP_BR_DISPATCH_KEEP_PREV,	/* dispatch: prev still runnable */
 	FP_BR_RUNNING_KICKED,	/* running: a preemption kick was pending */
 	FP_BR_RUNNING_ADAPT,	/* running: last hold expired, adapt window */
 	FP_BR_QUEUE_SLICE_FULL,	/* queue_slice: few tasks wait, whole slice */
-	FP_BR_WEIGHT_CGROUP_NEW,	/* task_weight: a cgroup weight changed since */
+	FP_BR_WEIGHT_ROOT_CGROUP,	/* task_weight: a task of the root cgroup */
 	FP_BR_LIGHT_NONE,	/* light_slice: not lighter than nice 0 (or off) */
 	FP_BR_LIGHT_UNCUT,	/* running: the slice was not cut to the weight */
 	FP_NR_BRANCHES,

@@ -277,7 +277,7 @@ static s32 pinned_cpu(struct task_struct *p, bool *migdis)
 }
 
 /* ------------------------------------------------------------------------
- * Weights: the task's, scaled by its cgroup path's cpu.weight.
+ * Weights: the task's, and its cgroups' share of the hierarchy.
  * ------------------------------------------------------------------------ */
 
 /* Per-task state. */
@@ -286,9 +286,9 @@ struct task_ctx {
 	s64 lag;	/* @cpu's vmin - vtime when it last blocked, bounded */
 	s32 cpu;	/* the CPU whose virtual clock @vtime is measured on */
 	u32 asleep;	/* blocked since it last ran: place it on wakeup */
-	u64 cgid;	/* its cgroup's id (cgroup v2 kernfs id) */
-	u32 cg_weight;	/* its cgroup path's weight, cached */
-	u32 cg_gen;	/* cgroup_gen when cg_weight was read */
+	u64 cgid;	/* its cgroup's id (cgroup v2 kernfs id), 0 for the root */
+	u64 counted_cg;	/* the cgroup whose child_sum counts it (runnable), or 0 */
+	u32 counted_w;	/* the weight it added to that child_sum */
 	u64 avg_run;	/* CPU time per run (running to stopping), averaged */
 	u32 runs_kept;	/* runs in a row that ended with it still runnable */
 	u32 hog;	/* in the CPU hog class (hog_class()) */
@@ -307,16 +307,40 @@ static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
 }
 
 /*
- * Every cgroup the kernel told us about (ops.cgroup_init), by cgroup id: its
- * cpu.weight (ops.cgroup_set_weight keeps it current) and its parent's id.
- * Tasks cache the weight of their cgroup's path; cgroup_gen moves whenever a
- * weight changes, and a task whose cache is older computes it again the
- * next time it starts running (task_weight() from ops.running()). So the
- * hot path pays one compare, and a walk up the tree only after a change.
+ * cgroup weights by the hierarchy (cgroup v2 cpu.weight, systemd's
+ * CPUWeight=). The kernel gives a cgroup its cpu.weight's share among its
+ * active siblings (those with runnable tasks), and splits that among what
+ * is active inside it: its runnable tasks by their own weights (nice
+ * levels) and its active child cgroups by their cpu.weight. With one clock
+ * per CPU and a vtime per task, the hierarchy is flattened into each
+ * task's weight:
+ *
+ *	weight(p) = p's weight * prod over p's cgroups c below the root of
+ *		    c's cpu.weight / c's child_sum
+ *
+ * where child_sum is the weight of what is active in c. A cgroup's
+ * runnable tasks then weigh, together, its cpu.weight at its parent's
+ * level, however many there are: ten hogs in a cgroup of weight 1000
+ * against one in a cgroup of weight 100 give the one 100/1100 of a CPU,
+ * and system.slice against user.slice does not depend on how many tasks
+ * each holds. Tasks of the root cgroup weigh their own weight, as the
+ * kernel weighs them against the root's children.
+ *
+ A task is counted into its cgroup's child_sum and nr_active when it starts
+ * a run after waking (ops.running()) and out when it blocks
+ * (ops.stopping()), or leaves the cgroup or sched_ext: the callbacks every
+ * switch runs anyway, where ops.runnable() and ops.quiescent() would add
+ * two calls to every sleep and wakeup. So a wakee that has not run yet is
+ * not counted: the sums are those of the tasks that compete for CPU time.
+ * A cgroup whose nr_active leaves or reaches 0 adds or removes its
+ * cpu.weight at its parent, and so on up. Atomic adds: the tasks of one
+ * cgroup run on many CPUs. Only tasks outside the root cgroup pay for this.
  */
 struct fp_cgroup {
 	u64 parent;	/* the parent's id; 0 for the root */
 	u32 weight;	/* cpu.weight, 1-10000, 100 by default */
+	s32 nr_active;	/* runnable tasks in it, and active child cgroups */
+	s64 child_sum;	/* their weights (tasks' p->scx.weight, cgroups' cpu.weight) */
 };
 
 struct {
@@ -327,56 +351,122 @@ struct {
 	__type(value, struct fp_cgroup);
 } cgroup_weights SEC(".maps");
 
-u32 cgroup_gen;
+static __always_inline struct fp_cgroup *cgroup_lookup(u64 cgid)
+{
+	return bpf_map_lookup_elem(&cgroup_weights, &cgid);
+}
 
 /*
- * The cgroup's weight relative to the root's children, in hundredths: the
- * product of cpu.weight / 100 along its path, as the kernel's hierarchy
- * would give a task in it, with its siblings and each ancestor's siblings,
- * at its own level. What it does not model: a cgroup's share split among
- * its tasks (each task is weighted, not each cgroup). A cgroup missing from
- * the map (the map was full) ends the path there.
+ * @cg has just become active (nr_active went from 0): add its weight at its
+ * parent, and activate the parent in turn if it was not. The root keeps no
+ * sums: its children's shares divide nothing above them.
  */
-static u32 cgroup_weight_of(u64 cgid)
+static void cgroup_activate(struct fp_cgroup *cg)
 {
-	struct fp_cgroup *cg;
-	u64 w = FP_CGROUP_WEIGHT_DFL;
+	struct fp_cgroup *parent;
 	u32 i;
 
 	bpf_for(i, 0, FP_CGROUP_DEPTH_MAX) {
-		cg = bpf_map_lookup_elem(&cgroup_weights, &cgid);
-		if (!cg)
-			break;
-		w = w * cg->weight / FP_CGROUP_WEIGHT_DFL;
-		if (w > FP_CGROUP_PATH_WEIGHT_MAX)
-			w = FP_CGROUP_PATH_WEIGHT_MAX;
-		cgid = cg->parent;
-		if (!cgid)
-			break;
+		parent = cgroup_lookup(cg->parent);
+		if (!parent || !parent->parent)
+			return;
+		__sync_fetch_and_add(&parent->child_sum, cg->weight);
+		if (__sync_fetch_and_add(&parent->nr_active, 1) != 0)
+			return;
+		cg = parent;
 	}
-	return w ?: 1;
+}
+
+/* @cg has just become inactive: the reverse of cgroup_activate(). */
+static void cgroup_deactivate(struct fp_cgroup *cg)
+{
+	struct fp_cgroup *parent;
+	u32 i;
+
+	bpf_for(i, 0, FP_CGROUP_DEPTH_MAX) {
+		parent = cgroup_lookup(cg->parent);
+		if (!parent || !parent->parent)
+			return;
+		__sync_fetch_and_sub(&parent->child_sum, cg->weight);
+		if (__sync_fetch_and_sub(&parent->nr_active, 1) != 1)
+			return;
+		cg = parent;
+	}
+}
+
+/* @p competes for CPU time: count it in its cgroup (not the root's). */
+static void cgroup_count_task(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct fp_cgroup *cg;
+
+	if (tctx->counted_cg || !tctx->cgid)
+		return;
+	cg = cgroup_lookup(tctx->cgid);
+	if (!cg)
+		return;
+	tctx->counted_cg = tctx->cgid;
+	tctx->counted_w = p->scx.weight;
+	__sync_fetch_and_add(&cg->child_sum, tctx->counted_w);
+	if (__sync_fetch_and_add(&cg->nr_active, 1) == 0)
+		cgroup_activate(cg);
+}
+
+/* The task of @tctx blocked, or leaves its cgroup or sched_ext. */
+static void cgroup_uncount_task(struct task_ctx *tctx)
+{
+	struct fp_cgroup *cg;
+	u64 cgid = tctx->counted_cg;
+
+	if (!cgid)
+		return;
+	tctx->counted_cg = 0;
+	cg = cgroup_lookup(cgid);
+	if (!cg)
+		return;
+	__sync_fetch_and_sub(&cg->child_sum, tctx->counted_w);
+	if (__sync_fetch_and_sub(&cg->nr_active, 1) == 1)
+		cgroup_deactivate(cg);
 }
 
 static void task_set_cgroup(struct task_ctx *tctx, struct cgroup *cgrp)
 {
-	tctx->cgid = cgrp->kn->id;
-	tctx->cg_gen = READ_ONCE(cgroup_gen);
-	tctx->cg_weight = cgroup_weight_of(tctx->cgid);
+	tctx->cgid = cgrp->level > 0 ? cgrp->kn->id : 0;
 }
 
 /*
- * The weight vtime is scaled by: the task's own (from its nice level, 100
- * for nice 0) times its cgroup path's weight / 100 (cgroup_weight_of()).
+ * The weight @p's vtime is scaled by, 100 for a nice-0 task of the root
+ * cgroup: its own times each cgroup's cpu.weight / child_sum up its path
+ * (see struct fp_cgroup), in fixed point. A sum below the weight of what
+ * is counted in it (a task not yet counted, a racing update) reads as that
+ * weight, so one level never multiplies by more than its cpu.weight / the
+ * child's weight.
  */
+#define FP_CGROUP_SHIFT	16
+
 static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 {
-	u64 w;
+	u64 w = p->scx.weight, own = w, cgid = tctx->cgid;
+	struct fp_cgroup *cg;
+	s64 sum;
+	u32 i;
 
-	if (unlikely(FP_BRANCH(FP_BR_WEIGHT_CGROUP_NEW, tctx->cg_gen != READ_ONCE(cgroup_gen)))) {
-		tctx->cg_gen = READ_ONCE(cgroup_gen);
-		tctx->cg_weight = cgroup_weight_of(tctx->cgid);
+	if (likely(FP_BRANCH(FP_BR_WEIGHT_ROOT_CGROUP, !cgid)))
+		return w ?: 1;
+	w <<= FP_CGROUP_SHIFT;
+	bpf_for(i, 0, FP_CGROUP_DEPTH_MAX) {
+		cg = cgroup_lookup(cgid);
+		if (!cg || !cg->parent)
+			break;
+		sum = READ_ONCE(cg->child_sum);
+		if (sum < (s64)own)
+			sum = own;
+		w = w * cg->weight / sum;
+		if (w > ((u64)FP_CGROUP_PATH_WEIGHT_MAX << FP_CGROUP_SHIFT))
+			w = (u64)FP_CGROUP_PATH_WEIGHT_MAX << FP_CGROUP_SHIFT;
+		own = cg->weight;
+		cgid = cg->parent;
 	}
-	w = (u64)p->scx.weight * tctx->cg_weight / FP_CGROUP_WEIGHT_DFL;
+	w >>= FP_CGROUP_SHIFT;
 	return w ?: 1;
 }
 
@@ -407,19 +497,12 @@ static __always_inline u64 cpu_vmin(s32 cpu)
  *
  * A task that blocked is placed at @cpu's clock minus the lag it had when
  * it blocked (how far behind its CPU's clock it was, bounded to
- * FP_LAG_SLICES slices either way): a task that slept while others ran
+ * FP_LAG_SLICES slices either way, FP_KTHREAD_LAG_SLICES for a kernel
+ * thread: see fastpath_stopping()): a task that slept while others ran
  * comes back ahead of them by what it had not used, a task that had run
  * ahead comes back behind. Giving every sleeper the full credit instead
  * made nearly every wakeup preempt (hackbench, pipes: one switch per
  * message).
- *
- * A waking kernel thread is put FP_KTHREAD_LAG_SLICES behind, even if that
- * is credit it did not earn: kworkers and ksoftirqd do short work that
- * others wait on (I/O completions, timers, the kernel's own sched_ext
- * watchdog) as chains of wakeups, and under a deep queue each link of the
- * chain would wait a round (the sleeper storm test ejected us that way:
- * "watchdog failed to check in for 5.004s"). A kthread that keeps running
- * is requeued without a wakeup and gets nothing.
  *
  * A task that stays runnable keeps the vtime it earned, so weights hold
  * between tasks that never sleep; moved to another CPU it keeps its
@@ -430,12 +513,9 @@ static __always_inline void place_task(struct task_struct *p,
 {
 	if (tctx->asleep) {
 		tctx->asleep = 0;
-		if (p->flags & PF_KTHREAD) {
-			tctx->vtime = cpu_vmin(cpu) - FP_KTHREAD_LAG_SLICES * tune.slice_ns;
+		tctx->vtime = cpu_vmin(cpu) - tctx->lag;
+		if (tctx->lag > (s64)(FP_LAG_SLICES * tune.slice_ns))
 			stat_inc(FP_STAT_KTHREAD_WAKE);
-		} else {
-			tctx->vtime = cpu_vmin(cpu) - tctx->lag;
-		}
 	} else if (tctx->cpu != cpu) {
 		tctx->vtime = cpu_vmin(cpu) + (tctx->vtime - cpu_vmin(tctx->cpu));
 	}
@@ -730,22 +810,6 @@ static bool cpu_alone(s32 cpu)
 }
 
 /*
- * A synchronous wakeup (the waker says it is about to block: a pipe or
- * socket write answered by a read) can run on the waker's CPU, which is
- * about to be free, instead of waking another CPU out of idle: no IPI, no
- * idle exit, and the data is in this CPU's cache. Only when nothing else
- * waits here (so at most one wakee stacks up behind a waker that does not
- * block after all), the waker is not exiting, and the wakee may run here.
- */
-static bool sync_wake_here(struct task_struct *p, s32 this_cpu)
-{
-	struct task_struct *waker = bpf_get_current_task_btf();
-
-	return !(waker->flags & PF_EXITING) &&
-	       bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr) && cpu_alone(this_cpu);
-}
-
-/*
  * Wake away. When no CPU is idle, a wakee goes back to its previous CPU. If
  * that is the waker's CPU and the waker keeps running (a non-sync wakeup,
  * made from task context, by a task whose last FP_AWAY_RUNS runs all ended
@@ -911,12 +975,6 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return this_cpu;
 	}
 
-	if (tune.sync_wake && (wake_flags & SCX_WAKE_SYNC) && sync_wake_here(p, this_cpu)) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, 0);
-		stat_inc(FP_STAT_WAKE_SYNC);
-		return this_cpu;
-	}
-
 	/*
 	 * Cheap wakeups: if prev is idle, claiming it is the whole answer; the
 	 * kernel's search would look at it first anyway, after a few cpumask
@@ -937,12 +995,9 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * a wakeup is synchronous, it returns the waker's own CPU, busy, as
 	 * long as any CPU is idle and nothing waits on the waker's local DSQ:
 	 * the wakee then waits behind a waker that may not block at once,
-	 * while an idle CPU stays idle. Unless --sync-affine, it is not told.
+	 * while an idle CPU stays idle. So it is not told.
 	 */
-	if (!tune.sync_affine && (wake_flags & SCX_WAKE_SYNC)) {
-		wake_flags &= ~SCX_WAKE_SYNC;
-		stat_inc(FP_STAT_WAKE_SYNC_MASKED);
-	}
+	wake_flags &= ~SCX_WAKE_SYNC;
 	cpu = select_idle_cpu(p, prev_cpu, wake_flags, cpu_ctx(this_cpu));
 	if (unlikely(FP_BRANCH(FP_BR_SELECT_IDLE_FOUND, cpu >= 0))) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, 0);
@@ -1150,40 +1205,18 @@ static __always_inline bool wake_local_ok(s32 cpu)
 
 /*
  * Queue waking task @p on @cpu, whose idle search is done, and preempt the
- * task running there if it should. Cheap wakeups, the preempting wakee:
- * queued on the DSQ and kicked, it would cost an irq_work kick, an
- * ops.dispatch() and a move from the DSQ before it runs. With local_preempt
- * it goes straight to @cpu's local DSQ with SCX_ENQ_PREEMPT instead: the
- * core takes the running task's slice and reschedules at once, and
- * ops.dispatch() is not called, since the local DSQ has a task. Only when
- * nothing on the DSQ is ahead of @p in vtime, which would otherwise run
- * first. Off by default: the 5-round
- * benchmark of d7de441 read 1.002x for it, and cyclictest's average
- * latency against hogs 0.89x (inside the noise, but the one row this
- * policy must not lose). Returns true if @p went to the local DSQ (wake
- * local or local_preempt), false if it was queued on @cpu's DSQ.
+ * task running there if it should. Returns true if @p went to the local DSQ
+ * (wake local), false if it was queued on @cpu's DSQ.
  */
 static bool queue_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags, u64 now)
 {
 	u64 vtime = task_vtime(p, cpu), started = 0, delay = 0;
 	enum fp_preempt how = wakeup_preempts(cpu, vtime, now, &started, &delay);
-	struct task_struct *head;
 
 	if (how == FP_PREEMPT_NO && wake_local_ok(cpu)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, enq_flags);
 		stat_inc(FP_STAT_WAKE_LOCAL);
 		return true;
-	}
-
-	if (how == FP_PREEMPT_NOW && tune.local_preempt) {
-		head = __COMPAT_scx_bpf_dsq_peek(cpu);
-		if (!head || !time_before(head->scx.dsq_vtime, vtime)) {
-			WRITE_ONCE(cpu_ctx(cpu)->kicked, 1);
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, tune.slice_ns,
-					   enq_flags | SCX_ENQ_PREEMPT);
-			stat_inc(FP_STAT_WAKE_PREEMPT_LOCAL);
-			return true;
-		}
 	}
 	insert_on(p, cpu, vtime, enq_flags);
 	preempt_as(cpu, how, started, delay);
@@ -1231,38 +1264,11 @@ static void enqueue_redirected(struct task_struct *p, s32 cpu, u64 enq_flags)
 	stat_inc(FP_STAT_HOLD_REDIRECT);
 }
 
-/*
- * A wakeup the kernel queued on the task's CPU without asking ops.select_cpu()
- * (SCX_OPS_ALLOW_QUEUED_WAKEUP: the task was still on its CPU when woken).
- * Tasks with one possible CPU skip select_cpu too, but are no queued wakeup.
- */
-static bool is_queued_wakeup(struct task_struct *p, u64 enq_flags)
-{
-	return (enq_flags & SCX_ENQ_WAKEUP) &&
-	       !__COMPAT_is_enq_cpu_selected(enq_flags) &&
-	       p->nr_cpus_allowed > 1 && !is_migration_disabled(p);
-}
-
 static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 {
 	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
 	s32 idle, task_cpu = scx_bpf_task_cpu(p);
 	u64 vtime;
-
-	if (unlikely(FP_BRANCH(FP_BR_ENQ_QUEUED_WAKEUP, is_queued_wakeup(p, enq_flags)))) {
-		stat_inc(FP_STAT_WAKE_QUEUED);
-		/*
-		 * Cheap wakeups: this runs on the task's own CPU, and the
-		 * kernel queues a wakeup there mostly when that CPU has
-		 * nothing to run. If it is idle, claiming it is the answer.
-		 */
-		if (tune.cheap_wakeup && task_cpu == bpf_get_smp_processor_id() &&
-		    scx_bpf_test_and_clear_cpu_idle(task_cpu)) {
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, enq_flags);
-			stat_inc(FP_STAT_WAKE_PREV_IDLE);
-			return;
-		}
-	}
 
 	/*
 	 * Always a DSQ of the CPU the task is counted on (its rq): its own,
@@ -1554,22 +1560,37 @@ static void record_rescue(s32 cpu, struct task_struct *p, u64 waited_ms)
 }
 
 /*
+ * A task the guard rescued waits on FP_DSQ_RESCUE, which every CPU looks at
+ * before anything else: wake an idle CPU that may run it, so that it does
+ * not wait for the CPU that found it, which may be busy with the rest.
+ */
+static void kick_for_rescued(struct task_struct *p)
+{
+	s32 idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+	if (idle < 0)
+		return;
+	scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+	stat_inc(FP_STAT_STARVE_KICK);
+}
+
+/*
  * The starvation guard. Every FP_GUARD_MS, walk this CPU's DSQ from the head
  * and move every task that has been runnable for FP_STARVE_MS without
- * running to the local DSQ, where they run in that order, one slice each,
- * before anything else. p->scx.runnable_at is what the kernel's watchdog
+ * running to FP_DSQ_RESCUE, a FIFO that every CPU takes from first
+ * (ops.dispatch()): any CPU the task may run on can take it, and an idle
+ * one is woken for it. p->scx.runnable_at is what the kernel's watchdog
  * checks: when the task last became runnable after running.
  *
- * All of them, not a batch: an earlier guard moved at most 64 per look,
- * from the tail, and returned. Under the sleeper storm, running a batch took
- * longer than FP_GUARD_MS, so every ops.dispatch() found the guard due, the
- * head of the DSQ was never taken, and the kworker waiting there (the lowest
- * vtime of all) starved for 10 s ("kworker/1:1 failed to run for 10.016s").
- * Moving every starved task bounds any wait to about FP_STARVE_MS plus one
- * round over the rescued, which is one slice each. Costs one compare per
- * dispatch, and one walk of the DSQ per FP_GUARD_MS. Each task it runs is
- * counted (starve_rescue), and the one that waited longest is kept for the
- * loader's log (record_rescue()): what starved, not only how many.
+ * All of them, not a batch: a guard that moves a batch per look and returns
+ * can find itself due at every ops.dispatch() under a deep queue, and the
+ * head of the DSQ (the lowest vtime of all, a kworker in the sleeper storm)
+ * is then never taken. Moving every starved task bounds any wait to about
+ * FP_STARVE_MS plus a round over the rescued, one slice each, spread over
+ * every CPU that may run them. Costs one compare per dispatch, and one walk
+ * of the DSQ per FP_GUARD_MS. Each task it moves is counted
+ * (starve_rescue), and the one that waited longest is kept for the loader's
+ * log (record_rescue()): what starved, not only how many.
  */
 static bool guard_starved(s32 cpu, u64 now)
 {
@@ -1594,10 +1615,11 @@ static bool guard_starved(s32 cpu, u64 now)
 
 		if (!time_after(jiffies_now, runnable_at + starve))
 			continue;
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, FP_DSQ_RESCUE, 0)) {
 			stat_inc(FP_STAT_STARVE_RESCUE);
 			record_rescue(cpu, p,
 				      (jiffies_now - runnable_at) * npj / 1000000ULL);
+			kick_for_rescued(p);
 			moved = true;
 		}
 	}
@@ -1618,6 +1640,35 @@ static u64 running_vtime(struct task_struct *prev, s32 cpu)
 		return cctx->vmin;
 	used = prev->se.sum_exec_runtime - cctx->curr_sum_start;
 	return tctx->vtime + used * 100 / (cctx->curr_weight ?: 1);
+}
+
+/*
+ * Advance @cpu's clock to the lowest vtime among @vtime (the task on the
+ * CPU) and @head, the head of its DSQ, if that is ahead of it. The clock
+ * never goes back.
+ */
+static __always_inline void advance_vmin(struct fp_cpu *cctx, struct task_struct *head,
+					 u64 vtime)
+{
+	if (head && time_before(head->scx.dsq_vtime, vtime))
+		vtime = head->scx.dsq_vtime;
+	if (time_before(cctx->vmin, vtime))
+		WRITE_ONCE(cctx->vmin, vtime);
+}
+
+/*
+ * ops.dispatch() keeps @prev on @cpu for another slice: move the CPU's clock
+ * with it, as ops.running() would at a switch. Otherwise a task that keeps
+ * the CPU for many slices leaves the clock where its run began: a task
+ * waking there then lands behind it by the whole run and, still behind the
+ * DSQ's head, is kept on until it has caught up (attaching to a loaded
+ * machine made tasks wait over a second so), and a task moved to another
+ * CPU carries that whole distance with it.
+ */
+static void keep_clock(struct fp_cpu *cctx, struct task_struct *prev, s32 cpu,
+		       struct task_struct *head)
+{
+	advance_vmin(cctx, head, running_vtime(prev, cpu));
 }
 
 /*
@@ -1688,10 +1739,22 @@ static void adapt_hold_window(struct fp_cpu *cctx, u64 now)
 }
 
 /*
+ * What the starvation guard rescued, on any CPU, that @cpu may run: a read
+ * of the rescue DSQ's count, which is written only by rescues, and the move
+ * only where there is something.
+ */
+static bool take_rescued(void)
+{
+	if (likely(FP_BRANCH(FP_BR_DISPATCH_NO_RESCUED, !scx_bpf_dsq_nr_queued(FP_DSQ_RESCUE))))
+		return false;
+	return scx_bpf_dsq_move_to_local(FP_DSQ_RESCUE, 0);
+}
+
+/*
  * Who runs next on @cpu:
- *  1. the tasks the starvation guard finds waiting too long, if any;
- *     then the head of a nearby CPU's DSQ that an RT task holds (RT
- *     rescue);
+ *  1. a task the starvation guard rescued (on any CPU), after this CPU's
+ *     own guard has looked; then the head of a nearby CPU's DSQ that an RT
+ *     task holds (RT rescue);
  *  2. @prev again, if it is still runnable and still behind (or level
  *     with) the head of this CPU's DSQ in vtime: it has not had its share
  *     yet. (The core asks for a successor at the end of every slice; taking
@@ -1714,7 +1777,8 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 	if (READ_ONCE(cctx->kicked))
 		WRITE_ONCE(cctx->kicked, 0);
 
-	if (guard_starved(cpu, now))
+	guard_starved(cpu, now);
+	if (take_rescued())
 		return;
 
 	if (tune.rt_rescue && rescue_from_rt(cpu))
@@ -1724,6 +1788,7 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 	if (head) {
 		if (prev_runnable && can_run_on(prev, cpu) &&
 		    !time_before(head->scx.dsq_vtime, running_vtime(prev, cpu))) {
+			keep_clock(cctx, prev, cpu, head);
 			scx_bpf_task_set_slice(prev, tune.slice_ns);
 			cut_light_slice(prev, cpu, cctx->curr_started,
 					cctx->curr_weight);
@@ -1742,6 +1807,7 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* Nothing else wants this CPU: let prev run another slice. */
 	if (unlikely(FP_BRANCH(FP_BR_DISPATCH_KEEP_PREV, prev_runnable))) {
+		keep_clock(cctx, prev, cpu, NULL);
 		scx_bpf_task_set_slice(prev, tune.slice_ns);
 		stat_inc(FP_STAT_KEEP_PREV);
 		return;
@@ -1831,36 +1897,13 @@ static __always_inline u64 start_head(struct fp_cpu *cctx, struct task_struct *h
 	return head->scx.dsq_vtime;
 }
 
-/*
- * Advance @cpu's clock to the lowest vtime among @vtime (the task starting
- * to run) and the head of its DSQ, if that is ahead of it; the same peek
- * records the run's start_head(). With lazy_vmin a
- * move of under a sixteenth of a slice is left unwritten: every enqueue
- * onto this CPU, from any CPU, reads the clock's line, and a write makes
- * each of those readers miss.
- */
-static __always_inline void advance_vmin(struct fp_cpu *cctx, s32 cpu, u64 vtime)
-{
-	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(cpu);
-	u64 step = tune.lazy_vmin ? tune.slice_ns / 16 : 0;
-
-	cctx->start_head = start_head(cctx, head);
-	if (head && time_before(head->scx.dsq_vtime, vtime))
-		vtime = head->scx.dsq_vtime;
-	if (!time_before(cctx->vmin, vtime))
-		return;
-	if (time_before(cctx->vmin + step, vtime))
-		WRITE_ONCE(cctx->vmin, vtime);
-	else
-		stat_inc(FP_STAT_VMIN_LAZY);
-}
-
 void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 {
 	s32 cpu = bpf_get_smp_processor_id();
 	struct fp_cpu *cctx = cpu_ctx(cpu);
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	u64 vtime, now = scx_bpf_now();
+	struct task_struct *head;
 
 	/* A task inserted straight into a local DSQ was never placed. */
 	if (tctx) {
@@ -1869,10 +1912,14 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	} else {
 		vtime = cctx->vmin;
 	}
-	advance_vmin(cctx, cpu, vtime);
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	cctx->start_head = start_head(cctx, head);
+	advance_vmin(cctx, head, vtime);
 
 	cctx->curr_vtime = vtime;
 	cctx->curr_started = now;
+	if (tctx)
+		cgroup_count_task(p, tctx);
 	cctx->curr_weight = tctx ? task_weight(p, tctx) : 100;
 	cut_light_slice(p, cpu, now, cctx->curr_weight);
 	WRITE_ONCE(cctx->curr_busy, 1);
@@ -1953,15 +2000,26 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 	tctx->vtime += used * 100 / (cctx->curr_weight ?: 1);
 	tctx->avg_run = tctx->avg_run - tctx->avg_run / 4 + used / 4;
 	update_hog(tctx);
-	if (runnable)
+	if (runnable) {
 		tctx->runs_kept += tctx->runs_kept < FP_AWAY_RUNS;
-	else
+	} else {
 		tctx->runs_kept = 0;
+		cgroup_uncount_task(tctx);
+	}
 
-	/* Blocking: remember how far behind (or ahead) it was, bounded. */
+	/*
+	 * Blocking: remember how far behind (or ahead) it was, bounded. A
+	 * kernel thread may keep more of what it earned: kworkers and
+	 * ksoftirqd do short work that others wait on (I/O completions,
+	 * timers, the kernel's own sched_ext watchdog) as chains of wakeups,
+	 * and under a deep queue each link of the chain would wait a round
+	 * (the sleeper storm test). Only earned lag counts: a kthread that
+	 * runs long between blocks comes back behind, like any task.
+	 */
 	if (!runnable) {
 		s64 lag = (s64)(block_clock(cctx, cpu) - tctx->vtime);
-		s64 max = FP_LAG_SLICES * tune.slice_ns;
+		s64 max = ((p->flags & PF_KTHREAD) ? FP_KTHREAD_LAG_SLICES : FP_LAG_SLICES) *
+			  tune.slice_ns;
 
 		tctx->lag = lag > max ? max : (lag < -max ? -max : lag);
 		tctx->asleep = 1;
@@ -1976,7 +2034,6 @@ s32 BPF_STRUCT_OPS(fastpath_init_task, struct task_struct *p,
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!tctx)
 		return -ENOMEM;
-	tctx->cg_weight = FP_CGROUP_WEIGHT_DFL;
 	if (args->cgroup)
 		task_set_cgroup(tctx, args->cgroup);
 	return 0;
@@ -1998,25 +2055,27 @@ void BPF_STRUCT_OPS(fastpath_enable, struct task_struct *p)
  * ------------------------------------------------------------------------ */
 
 /*
- * A cgroup's weight is no longer the default: every task re-reads its
- * path's weight at its next use (cgroup_gen), since a parent's weight is
- * part of its children's. Rare (a write to cpu.weight), hence the atomic.
+ * A cgroup's cpu.weight changed: where it is active, its parent's sum
+ * changes with it (a deactivation racing with this may take away the new
+ * weight where the old was added; the sum's floor in task_weight() bounds
+ * what that skews until the parent next goes idle).
  */
-static void cgroup_weight_changed(void)
-{
-	__sync_fetch_and_add(&cgroup_gen, 1);
-	stat_inc(FP_STAT_CGROUP_WEIGHT);
-}
-
 static void set_cgroup_weight(struct cgroup *cgrp, u32 weight)
 {
 	u64 cgid = cgrp->kn->id;
-	struct fp_cgroup *cg = bpf_map_lookup_elem(&cgroup_weights, &cgid);
+	struct fp_cgroup *cg = cgroup_lookup(cgid), *parent;
+	s64 delta;
 
+	stat_inc(FP_STAT_CGROUP_WEIGHT);
 	if (!cg)
 		return;
+	delta = (s64)weight - cg->weight;
 	cg->weight = weight;
-	cgroup_weight_changed();
+	if (READ_ONCE(cg->nr_active) <= 0)
+		return;
+	parent = cgroup_lookup(cg->parent);
+	if (parent && parent->parent)
+		__sync_fetch_and_add(&parent->child_sum, delta);
 }
 
 /*
@@ -2040,7 +2099,7 @@ s32 BPF_STRUCT_OPS(fastpath_cgroup_init, struct cgroup *cgrp,
 	}
 	bpf_map_update_elem(&cgroup_weights, &cgid, &cg, BPF_ANY);
 	if (args->weight != FP_CGROUP_WEIGHT_DFL)
-		cgroup_weight_changed();
+		stat_inc(FP_STAT_CGROUP_WEIGHT);
 	return 0;
 }
 
@@ -2060,9 +2119,38 @@ void BPF_STRUCT_OPS(fastpath_cgroup_move, struct task_struct *p,
 		    struct cgroup *from, struct cgroup *to)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
+	bool counted;
+
+	if (!tctx)
+		return;
+	counted = tctx->counted_cg;
+	cgroup_uncount_task(tctx);
+	task_set_cgroup(tctx, to);
+	if (counted)
+		cgroup_count_task(p, tctx);
+}
+
+/* A nice level changed: a counted task's weight in its cgroup's sum too. */
+void BPF_STRUCT_OPS(fastpath_set_weight, struct task_struct *p, u32 weight)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	struct fp_cgroup *cg;
+
+	if (!tctx || !tctx->counted_cg)
+		return;
+	cg = cgroup_lookup(tctx->counted_cg);
+	if (!cg)
+		return;
+	__sync_fetch_and_add(&cg->child_sum, (s64)weight - tctx->counted_w);
+	tctx->counted_w = weight;
+}
+
+void BPF_STRUCT_OPS(fastpath_disable, struct task_struct *p)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
 
 	if (tctx)
-		task_set_cgroup(tctx, to);
+		cgroup_uncount_task(tctx);
 }
 
 /* ------------------------------------------------------------------------
@@ -2096,9 +2184,9 @@ void BPF_STRUCT_OPS(fastpath_dump_task, struct scx_dump_ctx *dctx, struct task_s
 
 	if (!tctx)
 		return;
-	scx_bpf_dump("fastpath: vtime=%llu lag=%lld cpu=%d asleep=%u avg_run_ns=%llu weight=%u cg_weight=%u",
+	scx_bpf_dump("fastpath: vtime=%llu lag=%lld cpu=%d asleep=%u avg_run_ns=%llu weight=%u cgroup=%llu counted=%u",
 		     tctx->vtime, tctx->lag, tctx->cpu, tctx->asleep, tctx->avg_run,
-		     p->scx.weight, tctx->cg_weight);
+		     p->scx.weight, tctx->cgid, !!tctx->counted_cg);
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(fastpath_init)
@@ -2111,6 +2199,11 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fastpath_init)
 	if (nr_cpu_ids > FP_MAX_CPUS) {
 		scx_bpf_error("%u CPU ids, at most %d supported", nr_cpu_ids, FP_MAX_CPUS);
 		return -E2BIG;
+	}
+	ret = scx_bpf_create_dsq(FP_DSQ_RESCUE, -1);
+	if (ret) {
+		scx_bpf_error("failed to create the rescue DSQ: %d", ret);
+		return ret;
 	}
 	bpf_for(cpu, 0, nr_cpu_ids) {
 		ret = scx_bpf_create_dsq(cpu, -1);
@@ -2161,6 +2254,8 @@ SCX_OPS_DEFINE(fastpath_ops,
 	       .stopping		= (void *)fastpath_stopping,
 	       .init_task		= (void *)fastpath_init_task,
 	       .enable			= (void *)fastpath_enable,
+	       .disable			= (void *)fastpath_disable,
+	       .set_weight		= (void *)fastpath_set_weight,
 	       .cgroup_init		= (void *)fastpath_cgroup_init,
 	       .cgroup_exit		= (void *)fastpath_cgroup_exit,
 	       .cgroup_set_weight	= (void *)fastpath_cgroup_set_weight,
