@@ -5,15 +5,17 @@
  * the longest time it waited to run again (a read takes well under a
  * microsecond, so any gap beyond that is time the task was not running).
  *
- * Usage: offcpu SECS [SKIP]
- * Prints "maxgap_us N at_s T cpu_s C": the largest gap after the first SKIP
- * seconds (default 0), when it began (seconds from start), and the CPU time
- * the hog got (its own accounting, which a 2-host-core emulator's vCPU
- * scheduling does not inflate).
+ * Usage: offcpu SECS
+ * Prints "maxgap_us N at_s T cpu_s C": the largest gap, when it began
+ * (seconds from start), and the CPU time the hog got (its own accounting);
+ * then "per_s_ms G0 G1 ...": the largest gap that began in each second,
+ * in ms, so that a test can tell the phases of its run apart.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#define MAX_SECS	600
 
 static double now(clockid_t clk)
 {
@@ -25,19 +27,22 @@ static double now(clockid_t clk)
 
 int main(int argc, char **argv)
 {
-	double secs, skip, start, prev, t, gap, max = 0, at = 0;
+	static double per_s[MAX_SECS];
+	double secs, start, prev, t, gap, max = 0, at = 0;
+	int i, sec;
 
-	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: offcpu SECS [SKIP]\n");
+	if (argc != 2 || (secs = atof(argv[1])) <= 0 || secs > MAX_SECS) {
+		fprintf(stderr, "usage: offcpu SECS (1-%d)\n", MAX_SECS);
 		return 2;
 	}
-	secs = atof(argv[1]);
-	skip = argc == 3 ? atof(argv[2]) : 0;
 	start = prev = now(CLOCK_MONOTONIC);
 	do {
 		t = now(CLOCK_MONOTONIC);
 		gap = t - prev;
-		if (gap > max && prev - start >= skip) {
+		sec = (int)(prev - start);
+		if (sec < MAX_SECS && gap > per_s[sec])
+			per_s[sec] = gap;
+		if (gap > max) {
 			max = gap;
 			at = prev - start;
 		}
@@ -45,5 +50,9 @@ int main(int argc, char **argv)
 	} while (t - start < secs);
 	printf("maxgap_us %.0f at_s %.2f cpu_s %.2f\n", max * 1e6, at,
 	       now(CLOCK_PROCESS_CPUTIME_ID));
+	printf("per_s_ms");
+	for (i = 0; i < (int)secs && i < MAX_SECS; i++)
+		printf(" %.0f", per_s[i] * 1e3);
+	printf("\n");
 	return 0;
 }

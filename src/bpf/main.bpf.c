@@ -1049,8 +1049,9 @@ static __always_inline u64 queue_slice(u64 waiting)
 }
 
 /*
- * Light slices: a task lighter than nice 0 (weight under 100, its cgroup's
- * included) runs at most slice * weight / 100, and never less than
+ * Light slices: a task lighter than nice 0 (its own weight under 100; not
+ * its cgroups' share, which falls with the number of tasks they run)
+ * runs at most slice * weight / 100, and never less than
  * slice / FP_SLICE_DIV_MAX. Its share does not change, only how it is cut:
  * a run advances its vtime by run * 100 / weight, so a nice-10 hog that ran
  * a whole 5 ms slice came back 47 ms of vtime ahead and then waited while
@@ -1091,10 +1092,9 @@ static __always_inline u64 light_slice(u64 slice, u64 weight)
  * meets a light task's fast-growing vtime at wakeup preemption, or at the
  * end of the whole slice in ops.dispatch(), which cuts it from then on.
  */
-static void cut_light_slice(struct task_struct *p, s32 cpu, u64 started,
-			    u64 weight)
+static void cut_light_slice(struct task_struct *p, s32 cpu, u64 started)
 {
-	u64 slice = light_slice(p->scx.slice, weight);
+	u64 slice = light_slice(p->scx.slice, p->scx.weight);
 
 	if (likely(FP_BRANCH(FP_BR_LIGHT_UNCUT, slice >= p->scx.slice)))
 		return;
@@ -1790,8 +1790,7 @@ void BPF_STRUCT_OPS(fastpath_dispatch, s32 cpu, struct task_struct *prev)
 		    !time_before(head->scx.dsq_vtime, running_vtime(prev, cpu))) {
 			keep_clock(cctx, prev, cpu, head);
 			scx_bpf_task_set_slice(prev, tune.slice_ns);
-			cut_light_slice(prev, cpu, cctx->curr_started,
-					cctx->curr_weight);
+			cut_light_slice(prev, cpu, cctx->curr_started);
 			stat_inc(FP_STAT_KEEP_FAIR);
 			return;
 		}
@@ -1921,7 +1920,7 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	if (tctx)
 		cgroup_count_task(p, tctx);
 	cctx->curr_weight = tctx ? task_weight(p, tctx) : 100;
-	cut_light_slice(p, cpu, now, cctx->curr_weight);
+	cut_light_slice(p, cpu, now);
 	WRITE_ONCE(cctx->curr_busy, 1);
 	WRITE_ONCE(cctx->curr_kthread, !!(p->flags & PF_KTHREAD));
 	WRITE_ONCE(cctx->curr_long, hog_class(tctx));
