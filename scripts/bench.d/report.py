@@ -11,8 +11,8 @@ Input, a run directory written by scripts/bench and scripts/guest/bench.sh:
   raw.tsv     a header line naming the columns (round sched workload
               metric value unit hib status note group), then one
               measurement per line
-Output, in --out (scripts/bench passes target/bench/report, or docs/bench
-with --publish):
+Output, in --out (default target/bench/report; scripts/bench --publish
+passes docs/bench):
   results-<date>-<commit>.md, results-<date>-<commit>.svg, raw-<date>-<commit>.tsv, latest.md,
   latest.json
 
@@ -701,7 +701,7 @@ def update_readme(readme, latest):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", help="run directory (target/bench/<stamp>)")
-    ap.add_argument("--out", default="docs/bench")
+    ap.add_argument("--out", default="target/bench/report")
     ap.add_argument("--snippet", metavar="LATEST_JSON")
     ap.add_argument("--check-readme", metavar="README", help="with --snippet: exit 1 unless README's bench block is the snippet")
     ap.add_argument("--update-readme", metavar="README", help="with --snippet: write the snippet into README's bench block")
