@@ -1,51 +1,32 @@
-//! The README's generated blocks, checked against what generates them: each
-//! sits between an opening marker line and a closing one, and a test here
-//! or beside the generator fails when the README's copy is stale.
-
-use std::path::Path;
-use std::process::Command;
+//! The documentation's generated blocks, checked against what generates
+//! them: each sits between an opening marker line and a closing one, and a
+//! test beside the generator fails when the copy is stale (the README's
+//! usage block in cli.rs, docs/design.md's counters in stats.rs). The
+//! README's benchmark block is checked by `scripts/bench --check-readme`,
+//! not here: `cargo test` reads nothing a benchmark wrote.
 
 const README: &str = include_str!("../README.md");
+const DESIGN: &str = include_str!("../docs/design.md");
+
+/// The text of document `doc` (named `name`) between the line `open` and
+/// the next `close`.
+fn block_in(name: &str, doc: &'static str, open: &str, close: &str) -> &'static str {
+    let start = doc
+        .find(open)
+        .unwrap_or_else(|| panic!("{name} has no {open:?} block"))
+        + open.len();
+    let len = doc[start..]
+        .find(close)
+        .unwrap_or_else(|| panic!("{name}'s {open:?} block is not closed by {close:?}"));
+    &doc[start..start + len]
+}
 
 /// The README's text between the line `open` and the next `close`.
 pub fn block(open: &str, close: &str) -> &'static str {
-    let start = README
-        .find(open)
-        .unwrap_or_else(|| panic!("README has no {open:?} block"))
-        + open.len();
-    let len = README[start..]
-        .find(close)
-        .unwrap_or_else(|| panic!("README's {open:?} block is not closed by {close:?}"));
-    &README[start..start + len]
+    block_in("README.md", README, open, close)
 }
 
-/// The benchmark block is `scripts/bench --readme-snippet` for the
-/// committed run (docs/bench/latest.json), never typed by hand.
-#[test]
-fn readme_shows_bench_snippet() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // Relative paths, as scripts/bench passes them: the snippet names its file.
-    let out = Command::new("python3")
-        .current_dir(root)
-        .args([
-            "scripts/bench.d/report.py",
-            "--snippet",
-            "docs/bench/latest.json",
-        ])
-        .output()
-        .expect("run python3 scripts/bench.d/report.py --snippet (python3 is needed)");
-    assert!(
-        out.status.success(),
-        "report.py --snippet failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let snippet = String::from_utf8(out.stdout).expect("snippet is UTF-8");
-    assert_eq!(
-        block(
-            "<!-- bench-snippet: output of scripts/bench --readme-snippet -->\n",
-            "<!-- /bench-snippet -->"
-        ),
-        snippet,
-        "README's bench block differs from scripts/bench --readme-snippet: paste its output between the markers"
-    );
+/// docs/design.md's text between the line `open` and the next `close`.
+pub fn design_block(open: &str, close: &str) -> &'static str {
+    block_in("docs/design.md", DESIGN, open, close)
 }

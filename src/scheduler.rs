@@ -137,7 +137,7 @@ impl<'obj> Scheduler<'obj> {
         if opts.idle_hold_us > 0 {
             warn!(
                 "the idle hold (--idle-hold-us) is experimental: under heavy sleeper storms it \
-                 has tripped the kernel's watchdog (see README, Known issues)"
+                 has tripped the kernel's watchdog (see README, Known limitations)"
             );
         }
         if nr_cpus > bpf_intf::fp_consts_FP_MAX_CPUS as usize {

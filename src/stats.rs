@@ -619,12 +619,12 @@ mod tests {
     }
 
     #[test]
-    fn readme_shows_help_stats() {
-        let block = crate::readme::block("<!-- help-stats -->\n```\n", "```");
+    fn design_doc_shows_help_stats() {
+        let block = crate::readme::design_block("<!-- help-stats -->\n```\n", "```");
         assert_eq!(
             block,
             describe_counters(),
-            "README's help-stats block is stale"
+            "docs/design.md's help-stats block is stale"
         );
     }
 

@@ -11,7 +11,8 @@ Input, a run directory written by scripts/bench and scripts/guest/bench.sh:
   raw.tsv     a header line naming the columns (round sched workload
               metric value unit hib status note group), then one
               measurement per line
-Output, in --out (default docs/bench):
+Output, in --out (default target/bench/report; scripts/bench --publish
+passes docs/bench):
   results-<date>-<commit>.md, results-<date>-<commit>.svg, raw-<date>-<commit>.tsv, latest.md,
   latest.json
 
@@ -20,9 +21,14 @@ scheduler: value/default when higher is better, default/value otherwise.
 
   report.py --run DIR [--out DIR]
   report.py --snippet docs/bench/latest.json   (headline numbers for README)
+  report.py --snippet docs/bench/latest.json --check-readme README.md
+      (exit 1 unless the README's bench block is that snippet)
+  report.py --snippet docs/bench/latest.json --update-readme README.md
+      (write the snippet into the README's bench block)
 """
 
 import argparse
+import difflib
 import json
 import math
 import os
@@ -610,48 +616,104 @@ class Report:
 
 
 def snippet(path):
-    """Headline numbers for the README, straight from latest.json."""
+    """Headline numbers for the README, straight from latest.json: the text
+    of the README's bench block."""
+    out = []
     with open(path) as f:
         j = json.load(f)
     g, m, nf = j["guest"], j["meta"], j.get("noise_floor")
-    print(f"Benchmarks ({j['date']}, {g.get('vcpus')}-vCPU QEMU TCG guest, kernel {g.get('kernel')}, "
+    out.append(f"Benchmarks ({j['date']}, {g.get('vcpus')}-vCPU QEMU TCG guest, kernel {g.get('kernel')}, "
           f"{m.get('rounds')} rounds; full tables: {os.path.join(os.path.dirname(path), 'latest.md')}). "
           "Ratios are to the default scheduler (EEVDF); > 1 is better.")
-    print()
+    out.append("")
     if nf:
-        print(f"- Noise floor (default vs itself): median {nf['median'] * 100:.1f}%, "
+        out.append(f"- Noise floor (default vs itself): median {nf['median'] * 100:.1f}%, "
               f"max {nf['max'] * 100:.1f}%")
     for s, v in j["summary"].items():
         if s == "default-b":
             continue
         gm = f"{v['geomean_better']:.3f}×" if v["geomean_better"] else "n/a"
         gb = f"; against `{TWIN}` {v['geomean_vs_twin']:.3f}×" if v.get("geomean_vs_twin") else ""
-        print(f"- {s}: geomean {gm} over {v['metrics']} metrics "
+        out.append(f"- {s}: geomean {gm} over {v['metrics']} metrics "
               f"({v['wins']} better, {v['losses']} worse, {v['failed']} failed{gb})")
     for v, c in (j.get("contributions") or {}).items():
         gm = f"{c['geomean']:.3f}×" if c.get("geomean") else "n/a"
-        print(f"- fast path `{c.get('switch')}` ({v}): contribution {gm} over {c.get('metrics')} metrics "
+        out.append(f"- fast path `{c.get('switch')}` ({v}): contribution {gm} over {c.get('metrics')} metrics "
               f"({c.get('helps')} helped, {c.get('hurts')} hurt beyond noise; > 1 = the path helps)")
     fp = "fastpath"
-    print()
-    print(f"| workload | metric | {fp} vs default |")
-    print("|---|---|---|")
+    out.append("")
+    out.append(f"| workload | metric | {fp} vs default |")
+    out.append("|---|---|---|")
     for r in j["rows"]:
         if r["missing"]:
             continue
         c = r["cells"].get(fp, {})
         val = f"{c['better']:.2f}×" if c.get("better") else c.get("status", "n/a")
-        print(f"| {r['workload']} | {r['metric']} | {val} |")
+        out.append(f"| {r['workload']} | {r['metric']} | {val} |")
+    return "".join(line + "\n" for line in out)
+
+
+# The README's bench block: the lines between these two marker lines.
+README_OPEN = "<!-- bench-snippet: output of scripts/bench --readme-snippet -->\n"
+README_CLOSE = "<!-- /bench-snippet -->"
+
+
+def readme_block(text, readme):
+    """(start, end) of the bench block's text in README text `text`."""
+    start = text.find(README_OPEN)
+    if start < 0:
+        sys.exit(f"report.py: {readme} has no line {README_OPEN.strip()!r}")
+    start += len(README_OPEN)
+    end = text.find(README_CLOSE, start)
+    if end < 0:
+        sys.exit(f"report.py: {readme}'s bench block is not closed by {README_CLOSE!r}")
+    return start, end
+
+
+def check_readme(readme, latest):
+    """0 if the README's bench block is the snippet of `latest`, else 1 with a diff."""
+    with open(readme) as f:
+        text = f.read()
+    start, end = readme_block(text, readme)
+    want = snippet(latest)
+    if text[start:end] == want:
+        print(f"report: {readme}'s bench block is the snippet of {latest}")
+        return 0
+    diff = difflib.unified_diff(text[start:end].splitlines(True), want.splitlines(True),
+                                f"{readme} (bench block)", f"snippet of {latest}")
+    sys.stderr.writelines(diff)
+    print(f"report: {readme}'s bench block differs from the snippet of {latest}: "
+          f"scripts/bench --update-readme writes it", file=sys.stderr)
+    return 1
+
+
+def update_readme(readme, latest):
+    """Write the snippet of `latest` into the README's bench block."""
+    with open(readme) as f:
+        text = f.read()
+    start, end = readme_block(text, readme)
+    with open(readme, "w") as f:
+        f.write(text[:start] + snippet(latest) + text[end:])
+    print(f"report: wrote the snippet of {latest} into {readme}")
+    return 0
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", help="run directory (target/bench/<stamp>)")
-    ap.add_argument("--out", default="docs/bench")
+    ap.add_argument("--out", default="target/bench/report")
     ap.add_argument("--snippet", metavar="LATEST_JSON")
+    ap.add_argument("--check-readme", metavar="README", help="with --snippet: exit 1 unless README's bench block is the snippet")
+    ap.add_argument("--update-readme", metavar="README", help="with --snippet: write the snippet into README's bench block")
     a = ap.parse_args()
+    if (a.check_readme or a.update_readme) and not a.snippet:
+        ap.error("--check-readme and --update-readme need --snippet LATEST_JSON")
+    if a.check_readme:
+        return check_readme(a.check_readme, a.snippet)
+    if a.update_readme:
+        return update_readme(a.update_readme, a.snippet)
     if a.snippet:
-        snippet(a.snippet)
+        sys.stdout.write(snippet(a.snippet))
         return 0
     if not a.run:
         ap.error("--run or --snippet is required")

@@ -101,8 +101,8 @@ SCHED_PID=
 SCHED_LOG=
 
 # How long a loader may take to attach. scx_lavd's took 29-30 s in this
-# TCG guest, and a 30 s limit dropped 8 of its 20 blocks in the run of
-# ec7beec; loading is not measured, so a generous limit costs nothing.
+# TCG guest, and a 30 s limit dropped 8 of its 20 blocks in one run;
+# loading is not measured, so a generous limit costs nothing.
 ATTACH_SECS=90
 
 # Load scheduler $1 (command $2, "-" = default) and wait until the kernel
@@ -400,7 +400,8 @@ main() {
 
 	# Per-op BPF cost needs the kernel's BPF run-time accounting. It costs
 	# every BPF call two clock reads, which slowed scx_fastpath's stress-ng
-	# yield by 1.11x (docs/ab/2026-12-02-bpf-stats.log): off unless
+	# yield by 1.11x (docs/decisions.md, "BPF run-time accounting off in
+	# benchmarks"): off unless
 	# asked for, so that throughput is measured as users run it; when on,
 	# it is on for every run of every BPF scheduler alike.
 	sysctl -q kernel.bpf_stats_enabled="$BPF_STATS" ||

@@ -452,7 +452,8 @@ test_hold_races() {
 }
 
 # The same storm under the default settings (no idle hold): the load that
-# exposed the vtime-floor starvation (README, "How it schedules").
+# exposed the vtime-floor starvation (docs/decisions.md, "The starvation
+# guard runs every starved task").
 test_sleeper_storm() { HOLD_US=0 test_hold_races; }
 
 # 1,000 CPU hogs confined to one CPU by taskset, started by an unprivileged
@@ -675,8 +676,9 @@ wakee_shares() {
 # head lag counters are printed. Head lag as it was before displaced_head
 # fails it: the pipe pair got 24.2% against the default's 15.4%, and with
 # same_head (the step between, since folded into displaced_head)
-# 17.9-18.7% against 15.2-15.5%, 3 runs of 7 passing (README, Known
-# issues). WAKEE_SHARE_ARGS passes flags to scx_fastpath.
+# 17.9-18.7% against 15.2-15.5%, 3 runs of 7 passing (docs/decisions.md,
+# "Displaced head, same head and earned lag"). WAKEE_SHARE_ARGS passes
+# flags to scx_fastpath.
 test_wakee_share() {
 	local m ok=0 r d f names=("nice -5 loop" "two nice-0 loops" "the rest (pipe pair)")
 	local -a def fp cnt
@@ -968,7 +970,7 @@ test_scxtop() {
 # scheduler starts it says it waits; then it shows a row per CPU, non-zero
 # rates and the tunables; q ends it with status 0 and the pane closes.
 # Without a terminal it refuses with one line. The last pane is kept in
-# $WORK/tui-pane.txt (the README shows one).
+# $WORK/tui-pane.txt.
 tui_rows() {
 	# The per-CPU table's rows, borders blanked: "cpu queue placed/s ...".
 	sed 's/│/ /g' "$1" | awk 'NF == 7 && ($1 == "all" || $1 ~ /^[0-9]+$/)'
@@ -1056,7 +1058,8 @@ test_tui() {
 # must stay under 0.25% of the enqueues there (the kernel's own stop and
 # RT threads may hold a CPU now and then: 1 of 3,625); a version that took
 # "not running ours" for RT sent 41 of 3,647 away here, and 2.5-14% under
-# each stressor alone (docs/ab/2026-12-03-rtholds.log).
+# each stressor alone (docs/decisions.md, "RT away only where RT holds
+# the CPU").
 rt_workload() {
 	local secs=${RT_SECS:-15} rt hog
 	# A bash loop: stress-ng took 5-10 s of this guest to start its worker.
@@ -1109,7 +1112,8 @@ test_rt_hog() {
 # stressors' own SCHED_OTHER parents among them, run only in the kernel's
 # ext deadline server (50 ms a second where RT throttling is off, as on
 # 7.3). MUTEX_RUNS (5) runs of 4 s, the scheduler restarted for each (the
-# hang in docs/faults/2026-12-01-mutex-hang.md came at the first or second).
+# hang that --rt-release caused came at the first or second; see
+# docs/decisions.md, "Moving tasks off an RT-held CPU in ops.enqueue").
 # The FIFO threads stop only when their starved parent tells them, so a
 # SCHED_FIFO 99 guard kills every stress-ng still running MUTEX_GUARD s (30)
 # after its start: a hang is then a failure with a message, not a guest
@@ -1236,7 +1240,7 @@ test_hog_hysteresis() {
 	# class. Not quite never: it runs alone for the half second before
 	# cyclictest starts, where nothing ends its slice, and one run of 400
 	# ms puts its average (a quarter of each new run) over 100 ms for a
-	# wakeup or two (a CI run at 7490773 counted 1). So the wakeups that
+	# wakeup or two (one CI run counted 1). So the wakeups that
 	# found it in the class must stay under 1% of the default's.
 	defer_case "hog-run 100 ms" "--hog-run-us 100000" wake_hog_held wake_hog_gran wake_short_runner || return 1
 	in_class=$(say_counters wake_hog_held wake_hog_gran 2>/dev/null)
@@ -1331,7 +1335,7 @@ tee_workload() {
 # than the granularity. tee's stages queue behind each other per CPU, so
 # by default disp_pulled moves; with --pull-gran-us 0 nothing else counts
 # it, so it stays 0. Both runs' ops/s are reported, not asserted (a
-# benchmark's job: docs/ab, 2026-12-03 pull).
+# benchmark's job: docs/decisions.md, "Pull").
 test_pull() {
 	local m ok=0 pulled
 	m=$(dmesg_mark)
@@ -1675,7 +1679,7 @@ PY
 	[ "$n" = 10000 ] || ok=1
 	# The bomb runs in a cgroup of its own, which cgroup.kill empties at
 	# once: pkill raced its forks and once left 255 of them running
-	# beside the rest of the guest's tests (the matrix at c3da939).
+	# beside the rest of the guest's tests in one fault matrix.
 	mkdir -p "$CG/fp_bomb" || return 1
 	in_cgroup fp_bomb setpriv --reuid=65534 --regid=65534 --clear-groups bash -c \
 		'ulimit -u 300; f() { f | f & }; f' >/dev/null 2>&1 &
@@ -1746,7 +1750,7 @@ test_rt_each_cpu() {
 	m=$(dmesg_mark)
 	[ "$NCPU" -ge 2 ] || { say "needs 2 CPUs"; return 1; }
 	# The share bound holds only with RT rescue (on by default): without it
-	# the least-served loop got 10-17% (README, Known issues).
+	# the least-served loop got 10-17% (docs/decisions.md, "RT rescue").
 	# RT_EACH_ARGS=--no-rt-rescue runs it without.
 	# shellcheck disable=SC2086 # word-split on purpose: flags
 	start_sched ${RT_EACH_ARGS-} || return 1
@@ -1893,8 +1897,7 @@ soak_share_run() {
 	local -A r w n
 	# The hogs outlive the window by a minute and are ended here, so that
 	# a read that comes late still finds them: one run lost a hog that
-	# ended 5 s after the read was due (docs/faults,
-	# 2026-12-04-soak-shares-34b0507.log). The churn runs 20 s longer
+	# ended 5 s after the read was due. The churn runs 20 s longer
 	# than the window, which opens only once stress-ng's three workers
 	# run: until then the hogs have the CPUs to themselves. With WORK on
 	# the host's 9p share, 15 s runs without this wait read the nice-0
@@ -1956,8 +1959,7 @@ soak_share_fp() {
 # (mean 7.9%), its second 6.2-7.3% (mean 6.9%). Why the first run is
 # light on churn is not pinned down (see soak_share_run for one way it
 # can be); with the warm-up, the order and soak_share_run's wait, the
-# default's two runs agreed within 0.3 points in 5 of 5 (docs/faults,
-# 2026-12-04-soak-shares-5x-ready.log).
+# default's two runs agreed within 0.3 points in 5 of 5.
 test_soak_shares() {
 	local m ok=0 g i def=() fp=() rescued=0 warm=()
 	SHARES_LOST=0

@@ -626,11 +626,11 @@ static s32 init_defer_timer(s32 cpu)
  * period and cyclictest's average latency read twice the default
  * scheduler's. The default is no floor at all for hogs: a floor is kept
  * by the deferred-preemption timer, and a timer fires late in a loaded
- * guest, so a wakee waited far longer than the floor (docs/ab,
- * 2026-11-30-hog-gran-0.log). Tasks with short runs keep the long floor:
+ * guest, so a wakee waited far longer than the floor (docs/decisions.md,
+ * "No floor for CPU hogs"). Tasks with short runs keep the long floor:
  * they usually block before it, and preempting them sooner cost hackbench
- * and stress-ng switch most of their throughput (docs/ab,
- * 2026-11-30-wakeup-gran.log).
+ * and stress-ng switch most of their throughput (docs/decisions.md,
+ * "Wakeup granularity of 1000 us").
  */
 enum fp_preempt {
 	FP_PREEMPT_NO,		/* leave the running task alone */
@@ -905,7 +905,8 @@ static bool rt_holds(s32 cpu)
  * sent a twelfth of its wakeups away so, from a CPU about to run them to a
  * busy one, which the first CPU then stole back: with no RT task at all,
  * wake_rt_away 3,038 and disp_stolen 3,020 in one run, and 0 and 1,285
- * once @prev_cpu must be held by RT (docs/ab/2026-12-03-rtholds.log).
+ * once @prev_cpu must be held by RT (docs/decisions.md, "RT away only
+ * where RT holds the CPU").
  */
 static s32 rt_away_cpu(struct task_struct *p, s32 prev_cpu)
 {
@@ -934,7 +935,8 @@ static s32 rt_away_cpu(struct task_struct *p, s32 prev_cpu)
  * waits on the other CPU, so the search finds it) about 5%; read only
  * after a search or read on this CPU found no CPU idle (none_idle_seen),
  * it took ops.select_cpu() in switch x2 from 5.5-5.8 us a call to 4.6-4.9
- * and left switch x1's alone (docs/ab, 2026-12-05 none-idle). A CPU that
+ * and left switch x1's alone (docs/decisions.md, "Skipping the idle search
+ * when no CPU is idle"). A CPU that
  * goes idle just after the mask was read steals the task from its DSQ, as
  * after an empty search.
  */
@@ -1124,9 +1126,10 @@ static __always_inline void insert_on(struct task_struct *p, s32 cpu, u64 vtime,
  * preempts a task wherever it is: khugepaged (nice 19), preempted inside one
  * while it copied a huge page, waited its nice-19 turns behind CPU hogs
  * until the kernel's stall detector fired after 21 s and ejected us (the
- * soak and mixed_load tests; docs/faults/2026-12-02.md). So such a task is
- * queued ahead of its CPU's DSQ head. Only the key changes, not its vtime:
- * it is still charged for what it runs, and the section bounds the favour.
+ * soak and mixed_load tests; docs/decisions.md, "RCU readers first"). So
+ * such a task is queued ahead of its CPU's DSQ head. Only the key changes,
+ * not its vtime: it is still charged for what it runs, and the section
+ * bounds the favour.
  * Only a preempted task can be inside one: an RCU reader may not block.
  */
 static __always_inline bool in_rcu_reader(struct task_struct *p)
@@ -1276,7 +1279,8 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	 * the one thing that runs our tasks while RT holds every CPU, stops
 	 * for good the first time its dispatch finds nothing while tasks are
 	 * still counted there. Queuing elsewhere did that
-	 * (docs/faults/2026-12-01-mutex-hang.md). The one exception is an
+	 * (docs/decisions.md, "Moving tasks off an RT-held CPU in
+	 * ops.enqueue"). The one exception is an
 	 * idle-hold redirect, to a CPU that is polling for it.
 	 *
 	 * Cheap wakeups: ops.select_cpu() just looked for an idle CPU and
@@ -1443,7 +1447,7 @@ static bool steal(s32 cpu)
  * on each dispatch that has a head of its own. Two ways to spare futex x2
  * the pulls that cost it were tried and did not pay: passing over a head
  * that wake away had placed (level over two A/Bs), or one queued less
- * than pull_gran_ns ago (cost tee x2 a third of its gain); docs/ab/README.md.
+ * than pull_gran_ns ago (cost tee x2 a third of its gain); docs/decisions.md.
  */
 static bool pull(s32 cpu, struct task_struct *head)
 {
@@ -1485,13 +1489,13 @@ static bool pull(s32 cpu, struct task_struct *head)
  * (its ext server is running: its own queue first). Each held CPU is
  * watched by the FP_AWAY_SCAN - 1 CPUs before it.
  *
- * On unless --no-rt-rescue. This code, under the policy of c1836b5, got us
+ * On unless --no-rt-rescue. This code, under the policy of 2026-12-01, got us
  * ejected in 2 of 9 sleeper storms (an RR cyclic task and 512 sleepers on
  * 2 CPUs; "watchdog failed to check in"); under today's it passed 20 of 20
- * with the rescue firing 2-465 times a run (README, Known issues). It moves a
- * task counted on the held CPU's runqueue, as steal() does: the move takes
- * it off that CPU's count, so the held CPU's ext server does not look for
- * it there.
+ * with the rescue firing 2-465 times a run (docs/decisions.md, "RT
+ * rescue"). It moves a task counted on the held CPU's runqueue, as steal()
+ * does: the move takes it off that CPU's count, so the held CPU's ext
+ * server does not look for it there.
  */
 static bool rescue_from_rt(s32 cpu)
 {
@@ -1855,10 +1859,10 @@ bool BPF_STRUCT_OPS(fastpath_yield, struct task_struct *from, struct task_struct
  * millisecond: on the single threshold it went in and out of the class,
  * and while out of it the sleeper waited for the end of its slice
  * (wake_short_runner). It holds hackbench's tasks too where their runs
- * average about that long (a slow machine: docs/ab, 2026-12-02-hog-awake),
- * and each wakeup then preempts one of them; on a host where they average
- * well under it, it halved cyclictest's latency against hogs and cost no
- * row (2026-12-02 short wakees; README, Benchmarks).
+ * average about that long (a slow machine), and each wakeup then preempts
+ * one of them; on a host where they average well under it, it halved
+ * cyclictest's latency against hogs and cost no row (docs/decisions.md,
+ * "Hog hysteresis").
  */
 static __always_inline void update_hog(struct task_ctx *tctx)
 {
@@ -1942,9 +1946,8 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
  * blocks against a clock one hog run behind and loses a little lag per
  * wakeup instead of gaining what the hog ran meanwhile. With head_lag the
  * clock is where it will be when the next queued task starts: the DSQ
- * head's vtime, if that is ahead. Measured at cd53b67 (docs/bench/head-lag):
- * 1.034x over 29 metrics, cyclictest's maximum latency against hogs halved,
- * hackbench pipe and socket worse.
+ * head's vtime, if that is ahead. Its ablation lines read 1.034x-1.082x
+ * (docs/decisions.md, "Head lag").
  *
  * With displaced_head, only the head the task displaced counts (start_head(),
  * else lag_head_new). A task that wakes another and then blocks would
@@ -1954,11 +1957,12 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
  * wakee_share test; 24.2% of the CPU where the default gives 15.4%). Counting
  * any head already queued when the task started (same_head, the step between,
  * since folded in) brought that to 17.9-18.7% and read 1.057x over 29
- * metrics at 412abc1 (docs/bench/same-head), but still let a pipe task whose
- * partner was queued behind a hog take the hog's lead; counting only the
- * displaced task brought it to 16.2-17.0% (the default 15.2-16.1%) and read
- * a further 1.018x at 76500b0 (docs/bench/displaced-head). The sleeper that
- * preempted a hog blocks with that hog at the head and keeps its credit.
+ * metrics, but still let a pipe task whose partner was queued behind a hog
+ * take the hog's lead; counting only the displaced task brought it to
+ * 16.2-17.0% (the default 15.2-16.1%) and read a further 1.018x
+ * (docs/decisions.md, "Displaced head, same head and earned lag"). The
+ * sleeper that preempted a hog blocks with that hog at the head and keeps
+ * its credit.
  */
 static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
 {
