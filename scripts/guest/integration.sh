@@ -1869,7 +1869,7 @@ schedstat_sum() {
 add_group_times() {
 	local sign=$1 g hogs s
 	for g in N0 N10 M5 PIN; do
-		hogs="HOGS_$g[@]"
+		hogs="HOGS_${g}[@]"
 		schedstat_sum s "${!hogs}" || SHARES_LOST=1
 		r[$g]=$((${r[$g]:-0} + sign * s[0])) w[$g]=$((${w[$g]:-0} + sign * s[1]))
 		n[$g]=$((${n[$g]:-0} + sign * s[2]))

@@ -17,6 +17,7 @@ else
     SCX_CACHE=""
 fi
 # virtme-ng version known to work with the layout/flags used in scripts/vm.
+# shellcheck disable=SC2034 # for install-deps
 SCX_VNG_VERSION="1.42"
 # Debian's archive keyring (bookworm's copy also carries the trixie keys).
 SCX_KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -48,8 +49,11 @@ scx_cache_given="$SCX_CACHE"
 SCX_CACHE="$(scx_cache_checked "$scx_cache_given")" ||
     die "cache directory '$scx_cache_given' must be an absolute path other than / without . or .. components (set SCXVM_CACHE, XDG_CACHE_HOME or HOME)"
 unset scx_cache_given
-SCX_VENV="$SCX_CACHE/venv"
-SCX_KERNELS="$SCX_CACHE/kernels"
+# shellcheck disable=SC2034 # for the scripts that source this
+{
+    SCX_VENV="$SCX_CACHE/venv"
+    SCX_KERNELS="$SCX_CACHE/kernels"
+}
 
 # rm -rf each PATH, which must lie strictly inside $SCX_CACHE (no . or ..
 # components): the only way the scripts delete anything in the cache.
