@@ -82,6 +82,21 @@ scx_as_root() {
     fi
 }
 
+# Run "$@" as the user who ran sudo, when this script runs as root under
+# sudo for a user other than root: in their home, with their ~/.cargo/bin
+# (rustup's) first on sudo's PATH, so that what is built is theirs and
+# their toolchain builds it. Otherwise run it as we are.
+scx_as_user() {
+    if [[ $EUID -eq 0 && -n "${SUDO_USER:-}" && "$SUDO_USER" != root ]]; then
+        local home
+        home="$(getent passwd "$SUDO_USER" | cut -d: -f6)"
+        [[ -n "$home" ]] || die "cannot find the home of $SUDO_USER (SUDO_USER)"
+        sudo -u "$SUDO_USER" -H env "PATH=$home/.cargo/bin:$PATH" "$@"
+    else
+        "$@"
+    fi
+}
+
 # apt-get runs as root against the state it installs host packages from, so
 # that state lives in a root-owned directory: a user-writable one would let
 # any process running as the user plant a .deb (or package lists) for root to
