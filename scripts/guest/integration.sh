@@ -1877,7 +1877,7 @@ schedstat_sum() {
 add_group_times() {
 	local sign=$1 g hogs s
 	for g in N0 N10 M5 PIN; do
-		hogs="HOGS_$g[@]"
+		hogs="HOGS_${g}[@]"
 		schedstat_sum s "${!hogs}" || SHARES_LOST=1
 		r[$g]=$((${r[$g]:-0} + sign * s[0])) w[$g]=$((${w[$g]:-0} + sign * s[1]))
 		n[$g]=$((${n[$g]:-0} + sign * s[2]))
@@ -2072,8 +2072,15 @@ test_topology() {
 	return $ok
 }
 
+# The verifier's instruction count per BPF program against the committed
+# baseline (scripts/guest/verifier.sh says how to update it): first, so
+# that a rise is reported before the slow tests.
+test_verifier() {
+	"$here/verifier.sh"
+}
+
 # TESTS="name ..." runs a subset.
-DEFAULT_TESTS="attach attach_under_load weights cgroup_hierarchy wakee_share mixed_load sigint sigint_loading sigterm sigkill hotplug errors stats_reader_gone pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
+DEFAULT_TESTS="verifier attach attach_under_load weights cgroup_hierarchy wakee_share mixed_load sigint sigint_loading sigterm sigkill hotplug errors stats_reader_gone pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
 # The fault matrix (scripts/test --faults). The storms (hold_races is the
 # sleeper storm with an idle hold) run once in the default set and four
 # times more here, so that one --faults run shows them 5 of 5 (a storm

@@ -136,6 +136,7 @@ sample_summary() {
 }
 
 # The running instance's scx_stats socket (scx_stats' default path).
+# shellcheck disable=SC2034 # for the tests that source this
 STATS_SOCK=/var/run/scx/root/stats
 
 # One sample of the running instance's figures, as JSON, from its stats

@@ -176,8 +176,7 @@ test_start_limit() {
 # from /etc/default/scx) runs scx_fastpath when it is on PATH. The stand-in
 # below has that unit's shape (the scx project does not ship on these
 # machines). Starting scx_fastpath.service stops it (Conflicts=).
-test_scx_service() {
-	local ok=0
+scx_stand_in() {
 	cat >/etc/systemd/system/scx.service <<-'UNIT'
 	[Unit]
 	Description=stand-in for the scx project's scx.service
@@ -186,9 +185,22 @@ test_scx_service() {
 	EnvironmentFile=/etc/default/scx
 	ExecStart=/bin/bash -c 'exec $SCX_SCHEDULER $SCX_FLAGS'
 	Restart=on-failure
+	[Install]
+	WantedBy=multi-user.target
 	UNIT
 	printf 'SCX_SCHEDULER=scx_fastpath\nSCX_FLAGS="--slice-us 4000"\n' >/etc/default/scx
 	systemctl daemon-reload
+}
+
+scx_stand_in_gone() {
+	systemctl disable scx.service 2>/dev/null
+	rm -f /etc/systemd/system/scx.service /etc/default/scx
+	systemctl daemon-reload
+}
+
+test_scx_service() {
+	local ok=0
+	scx_stand_in
 	systemctl start scx.service
 	wait_state enabled 30 || { say "scx.service did not attach: state $(state)"; ok=1; }
 	say "scx.service with SCX_SCHEDULER=scx_fastpath: $(systemctl show -P ActiveState scx.service), state $(state), root/ops '$(ops)'"
@@ -197,8 +209,7 @@ test_scx_service() {
 	say "then systemctl start $UNIT: scx.service $(systemctl show -P ActiveState scx.service), $UNIT $(prop ActiveState), state $(state)"
 	[ "$(systemctl show -P ActiveState scx.service)" = inactive ] && [ "$(prop ActiveState)" = active ] || ok=1
 	systemctl stop "$UNIT"
-	rm -f /etc/systemd/system/scx.service /etc/default/scx
-	systemctl daemon-reload
+	scx_stand_in_gone
 	return $ok
 }
 
@@ -245,7 +256,26 @@ test_package() {
 	return $ok
 }
 
-for t in ${TESTS:-install start restart_on_ejection stop conflict bad_flag start_limit scx_service security uninstall package}; do
+# The package where scx.service is enabled: installed, not enabled (the
+# admin chose scx.service), and postinst says how to switch.
+test_package_beside_scx() {
+	local ok=0
+	[ -n "$DEB" ] || { say "no target/debian/scx-fastpath_*.deb (run scripts/package)"; return 1; }
+	rm -f /var/lib/man-db/auto-update
+	scx_stand_in
+	systemctl enable scx.service 2>/dev/null
+	dpkg -i "$DEB" >"$WORK/dpkg.log" 2>&1 || { sed 's/^/    | /' "$WORK/dpkg.log"; ok=1; }
+	say "scx.service $(systemctl is-enabled scx.service); dpkg -i: $UNIT $(systemctl is-enabled "$UNIT" 2>&1)"
+	grep '^scx-fastpath:' "$WORK/dpkg.log" | sed 's/^/    | /'
+	[ "$(systemctl is-enabled "$UNIT" 2>&1)" = disabled ] || ok=1
+	grep -q '^scx-fastpath: scx.service is enabled.*systemctl disable --now scx.service && systemctl enable --now scx_fastpath.service$' "$WORK/dpkg.log" ||
+		{ say "postinst did not say why it left $UNIT disabled"; ok=1; }
+	dpkg --purge scx-fastpath >"$WORK/dpkg.log" 2>&1 || { sed 's/^/    | /' "$WORK/dpkg.log"; ok=1; }
+	scx_stand_in_gone
+	return $ok
+}
+
+for t in ${TESTS:-install start restart_on_ejection stop conflict bad_flag start_limit scx_service security uninstall package package_beside_scx}; do
 	declare -F "test_$t" >/dev/null || { echo "no such test: $t"; exit 2; }
 	run_test "$t" "test_$t"
 done

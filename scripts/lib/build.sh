@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Build helpers shared by scripts/test, scripts/run and scripts/bench (sourced).
 
 # rustup installs cargo here; non-login shells (CI) may not have it on PATH.

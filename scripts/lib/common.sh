@@ -17,6 +17,7 @@ else
     SCX_CACHE=""
 fi
 # virtme-ng version known to work with the layout/flags used in scripts/vm.
+# shellcheck disable=SC2034 # for install-deps
 SCX_VNG_VERSION="1.42"
 # Debian's archive keyring (bookworm's copy also carries the trixie keys).
 SCX_KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -48,8 +49,11 @@ scx_cache_given="$SCX_CACHE"
 SCX_CACHE="$(scx_cache_checked "$scx_cache_given")" ||
     die "cache directory '$scx_cache_given' must be an absolute path other than / without . or .. components (set SCXVM_CACHE, XDG_CACHE_HOME or HOME)"
 unset scx_cache_given
-SCX_VENV="$SCX_CACHE/venv"
-SCX_KERNELS="$SCX_CACHE/kernels"
+# shellcheck disable=SC2034 # for the scripts that source this
+{
+    SCX_VENV="$SCX_CACHE/venv"
+    SCX_KERNELS="$SCX_CACHE/kernels"
+}
 
 # rm -rf each PATH, which must lie strictly inside $SCX_CACHE (no . or ..
 # components): the only way the scripts delete anything in the cache.
@@ -75,6 +79,21 @@ scx_as_root() {
     else
         command -v sudo >/dev/null || die "not root and no sudo: run as root"
         sudo "$@"
+    fi
+}
+
+# Run "$@" as the user who ran sudo, when this script runs as root under
+# sudo for a user other than root: in their home, with their ~/.cargo/bin
+# (rustup's) first on sudo's PATH, so that what is built is theirs and
+# their toolchain builds it. Otherwise run it as we are.
+scx_as_user() {
+    if [[ $EUID -eq 0 && -n "${SUDO_USER:-}" && "$SUDO_USER" != root ]]; then
+        local home
+        home="$(getent passwd "$SUDO_USER" | cut -d: -f6)"
+        [[ -n "$home" ]] || die "cannot find the home of $SUDO_USER (SUDO_USER)"
+        sudo -u "$SUDO_USER" -H env "PATH=$home/.cargo/bin:$PATH" "$@"
+    else
+        "$@"
     fi
 }
 

@@ -68,7 +68,7 @@ scx_kernel_fetch() {
         { cat "$work/download.log" >&2; scx_cache_rm "$work"; die "failed to download kernel packages for $abi"; }
     local deb
     # linux-base first: refuse to go on if the config lacks sched_ext.
-    dpkg-deb -x "$work/debs"/linux-base-"$abi"_*.deb "$work/root"
+    dpkg-deb -x "$work/debs/linux-base-${abi}_"*.deb "$work/root"
     local cfg="$work/root/usr/lib/modules/$abi/config"
     [[ -f "$cfg" ]] || { scx_cache_rm "$work"; die "linux-base-$abi has no usr/lib/modules/$abi/config"; }
     if ! grep -qx 'CONFIG_SCHED_CLASS_EXT=y' "$cfg"; then
@@ -112,8 +112,11 @@ scx_kernel_resolve() {
         fi
         scx_kernel_fetch "$abi"
     fi
-    KERNEL_ABI="$abi"
-    KERNEL_IMG="$SCX_KERNELS/$abi/usr/lib/modules/$abi/vmlinuz"
-    KERNEL_BOOTDIR="$SCX_KERNELS/$abi/boot"
-    KERNEL_CONFIG="$KERNEL_BOOTDIR/config-$abi"
+    # shellcheck disable=SC2034 # for scripts/vm
+    {
+        KERNEL_ABI="$abi"
+        KERNEL_IMG="$SCX_KERNELS/$abi/usr/lib/modules/$abi/vmlinuz"
+        KERNEL_BOOTDIR="$SCX_KERNELS/$abi/boot"
+        KERNEL_CONFIG="$KERNEL_BOOTDIR/config-$abi"
+    }
 }
