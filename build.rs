@@ -99,17 +99,39 @@ fn rust_strs(items: impl Iterator<Item = String>) -> String {
     items.map(|s| format!("    {s:?},\n")).collect()
 }
 
-const BPF_SRC: &str = "src/bpf/main.bpf.c";
+/// The BPF program's directory: main.bpf.c includes fastpath.bpf.h and one
+/// `*.bpf.c` per mechanism, all compiled as one unit.
+const BPF_DIR: &str = "src/bpf";
 
-/// The hint each profiled branch carries in the BPF source: "likely",
+/// Every BPF source file (`*.bpf.c`, `*.bpf.h`) as (path, text), by path.
+fn bpf_sources() -> Result<Vec<(String, String)>, Box<dyn Error>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(BPF_DIR)? {
+        let path = entry?.path();
+        let name = path.to_string_lossy().into_owned();
+        if name.ends_with(".bpf.c") || name.ends_with(".bpf.h") {
+            out.push((name.clone(), std::fs::read_to_string(&path)?));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The hint each profiled branch carries in the BPF sources: "likely",
 /// "unlikely" or "none", from what wraps its FP_BRANCH() site(s). A branch
 /// with no site, or with sites that disagree, is an error.
-fn source_hints(src: &str, branches: &[(String, String)]) -> Result<Vec<&'static str>, String> {
+fn source_hints(
+    srcs: &[(String, String)],
+    branches: &[(String, String)],
+) -> Result<Vec<&'static str>, String> {
     let mut hints = Vec::new();
     for (name, _) in branches {
         let site = format!("FP_BRANCH(FP_BR_{},", name.to_uppercase());
         let mut hint = None;
-        for (at, _) in src.match_indices(&site) {
+        for (at, src) in srcs
+            .iter()
+            .flat_map(|(_, src)| src.match_indices(&site).map(move |(at, _)| (at, src)))
+        {
             let before = &src[..at];
             let this = if before.ends_with("unlikely(") {
                 "unlikely"
@@ -120,21 +142,23 @@ fn source_hints(src: &str, branches: &[(String, String)]) -> Result<Vec<&'static
             };
             if hint.is_some_and(|h| h != this) {
                 return Err(format!(
-                    "{BPF_SRC}: the sites of {name} carry different hints"
+                    "{BPF_DIR}: the sites of {name} carry different hints"
                 ));
             }
             hint = Some(this);
         }
-        hints.push(hint.ok_or_else(|| format!("{BPF_SRC}: no FP_BRANCH() site for {name}"))?);
+        hints.push(hint.ok_or_else(|| format!("{BPF_DIR}: no FP_BRANCH() site for {name}"))?);
     }
-    unprofiled_hint(src)?;
+    for (path, src) in srcs {
+        unprofiled_hint(path, src)?;
+    }
     Ok(hints)
 }
 
 /// A likely()/unlikely() on a branch that FP_BRANCH() does not count would be
 /// a hint no profile checks (docs/branch-profile.md): refuse to build. The
 /// macros' own #define lines and the comments that name them are skipped.
-fn unprofiled_hint(src: &str) -> Result<(), String> {
+fn unprofiled_hint(path: &str, src: &str) -> Result<(), String> {
     for (n, line) in src.lines().enumerate() {
         let code = line.trim_start();
         if code.starts_with('*') || code.starts_with("/*") || code.starts_with('#') {
@@ -143,7 +167,7 @@ fn unprofiled_hint(src: &str) -> Result<(), String> {
         for (at, _) in line.match_indices("likely(") {
             if !line[at + "likely(".len()..].starts_with("FP_BRANCH(") {
                 return Err(format!(
-                    "{BPF_SRC}:{}: a likely()/unlikely() not on an FP_BRANCH() site \
+                    "{path}:{}: a likely()/unlikely() not on an FP_BRANCH() site \
                      (hints go only where branch counts justify them)",
                     n + 1
                 ));
@@ -174,11 +198,15 @@ fn gen_names() -> Result<(), Box<dyn Error>> {
         "/// Profiled branch names, in enum fp_branch_idx order.\n#[cfg_attr(not(feature = \"branch-profile\"), allow(dead_code))]\npub const BRANCH_NAMES: [&str; NR_BRANCHES] = [\n{}];",
         rust_strs(branches.iter().map(|(n, _)| n.clone()))
     )?;
-    println!("cargo:rerun-if-changed={BPF_SRC}");
-    let hints = source_hints(&std::fs::read_to_string(BPF_SRC)?, &branches)?;
+    let srcs = bpf_sources()?;
+    println!("cargo:rerun-if-changed={BPF_DIR}");
+    for (path, _) in &srcs {
+        println!("cargo:rerun-if-changed={path}");
+    }
+    let hints = source_hints(&srcs, &branches)?;
     writeln!(
         out,
-        "/// The hint each profiled branch carries in {BPF_SRC}.\n#[cfg_attr(not(feature = \"branch-profile\"), allow(dead_code))]\npub const BRANCH_HINTS: [&str; NR_BRANCHES] = [\n{}];",
+        "/// The hint each profiled branch carries in the sources under {BPF_DIR}.\n#[cfg_attr(not(feature = \"branch-profile\"), allow(dead_code))]\npub const BRANCH_HINTS: [&str; NR_BRANCHES] = [\n{}];",
         rust_strs(hints.iter().map(|h| h.to_string()))
     )?;
     let dir = PathBuf::from(std::env::var("OUT_DIR")?);

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What every mechanism of scx_fastpath shares: the loader's settings and
+ * tunables, the per-CPU state and counters, the per-task state, and small
+ * helpers. The BPF program is one translation unit: main.bpf.c includes
+ * this header, then one file per mechanism, in the order they build on
+ * each other.
+ */
+#ifndef __FASTPATH_BPF_H
+#define __FASTPATH_BPF_H
+
+#include <scx/common.bpf.h>
+#include "intf.h"
+
+/*
+ * Set by the loader before load, and fixed from then on: these decide what
+ * state exists (the idle-hold windows, where the counters go), so changing
+ * them under a running scheduler would strand it.
+ */
+const volatile u64 idle_hold_ns;
+
+const volatile bool compact_layout = true;
+
+/*
+ * The tunables a running instance can change (scx_fastpath set): the loader
+ * writes them before load (so their defaults are the command line's, kept
+ * nowhere else) and again when told to, through the mmap()ed map, and every
+ * use reads them afresh. One read-mostly cache line of its own (fast path
+ * 4): it is written only by such a change.
+ */
+struct fp_tune tune SEC(".data.tune");
+
+/*
+ * The highest possible CPU id + 1, from the kernel at init: the possible
+ * mask can have holes (0-3,8-11), so it is not the number of CPUs.
+ */
+u32 nr_cpu_ids = 1;
+
+/*
+ * The last-level cache of each CPU: CPUs with the same id share one. The
+ * loader fills it from the machine's topology before load, and sets
+ * multi_llc only where there is more than one LLC, so that on the rest the
+ * verifier drops every use of cpu_llc as dead code.
+ */
+const volatile u32 cpu_llc[FP_MAX_CPUS];
+
+const volatile bool multi_llc;
+
+/*
+ * Branch hints (fast path 5). A build with -DFP_BRANCH_PROFILE counts how
+ * often each hinted branch goes which way, per CPU; the loader prints the
+ * table. A build with -DFP_NO_BRANCH_HINTS drops the hints, for ablation.
+ */
+#ifdef FP_NO_BRANCH_HINTS
+
+#undef likely
+
+#undef unlikely
+
+#define likely(x)	(x)
+
+#define unlikely(x)	(x)
+
+#endif
+
+#ifdef FP_BRANCH_PROFILE
+
+struct fp_branch_line {
+	u64 cnt[FP_NR_BRANCHES][2];
+} __attribute__((aligned(FP_CACHELINE)));
+
+struct fp_branch_line fp_branches[FP_MAX_CPUS] SEC(".data.branches");
+
+static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
+{
+	u32 cpu = bpf_get_smp_processor_id() & (FP_MAX_CPUS - 1);
+
+	if (idx < FP_NR_BRANCHES)
+		fp_branches[cpu].cnt[idx][cond]++;
+	return cond;
+}
+
+#define FP_BRANCH(idx, cond)	fp_branch(idx, !!(cond))
+
+#else
+
+#define FP_BRANCH(idx, cond)	(cond)
+
+#endif
+
+/*
+ * Per-CPU state (fast path 4). Two cache lines per CPU:
+ *
+ * Line 0, written only by its CPU, read by other CPUs' wakeups:
+ *   vmin	the CPU's virtual clock (see cpu_vmin()): ops.running()
+ *		and a kept run in ops.dispatch() write it; every enqueue
+ *		onto the CPU reads it.
+ *   curr_vtime, curr_started, curr_weight, curr_busy, curr_kthread,
+ *   curr_long	ops.running()/stopping() write; enqueue's wakeup_preempts()
+ *		reads.
+ *   holding	idle_hold() writes; select_cpu() (can_redirect()) and the
+ *		debug dump read; the redirected enqueue checks redirect_pid.
+ *   kicked	set by whoever sends a preemption kick, cleared by the
+ *		kicked CPU's next ops.dispatch() or ops.running(): the one
+ *		field written from outside, and only once per kick.
+ *
+ * Line 1, only ever touched by its own CPU:
+ *   curr_sum_start	ops.running() writes, ops.stopping() and
+ *		ops.dispatch() read.
+ *   hold_window_ns, hold_expired_at	idle_hold() and ops.running().
+ *   guard_at	when guard_starved() last looked (ops.dispatch()).
+ *   redirect_pid, redirect_cpu	select_cpu() writes, the enqueue() of the
+ *		same wakeup (same CPU, IRQs still off) reads.
+ *   curr_keeps_running	ops.running() writes; select_cpu() on this CPU
+ *		reads it about the waker (see wake_away_cpu()).
+ *   curr_blocked	ops.running() writes; the enqueue of a wakeup on this
+ *		CPU reads it about the waker (see wake_local_ok()).
+ *   start_head	ops.running() writes the vtime of the DSQ head the task
+ *		started with if that is the task it displaced,
+ *		ops.stopping() reads it (block_clock()).
+ *   prev_pid	ops.stopping() writes the pid of a task that stops still
+ *		runnable (0 if it blocks), the next ops.running() reads it
+ *		(start_head()).
+ *   none_idle_seen	select_cpu() on this CPU found no idle CPU the last
+ *		time it looked (see select_idle_cpu()).
+ */
+struct fp_cpu {
+	/* line 0: shared, read remotely */
+	u64 vmin;
+	u64 curr_vtime;
+	u64 curr_started;
+	u32 curr_weight;
+	u32 curr_busy;
+	u32 curr_kthread;
+	u32 holding;
+	u32 kicked;
+	u32 curr_long;
+	u8 __pad0[FP_CACHELINE - 48];
+
+	/* line 1: private */
+	u64 curr_sum_start;
+	u64 hold_window_ns;
+	u64 hold_expired_at;
+	u64 guard_at;
+	s32 redirect_pid;
+	s32 redirect_cpu;
+	u32 curr_keeps_running;
+	u32 curr_blocked;
+	u64 start_head;
+	s32 prev_pid;
+	u32 none_idle_seen;
+} __attribute__((aligned(FP_CACHELINE)));
+
+_Static_assert(sizeof(struct fp_cpu) == 2 * FP_CACHELINE,
+	       "struct fp_cpu must be exactly two cache lines");
+
+_Static_assert(__builtin_offsetof(struct fp_cpu, kicked) < FP_CACHELINE,
+	       "remotely read fields must all sit on line 0");
+
+_Static_assert(__builtin_offsetof(struct fp_cpu, curr_sum_start) == FP_CACHELINE,
+	       "private fields must start line 1");
+
+_Static_assert(__builtin_offsetof(struct fp_cpu, none_idle_seen) < 2 * FP_CACHELINE,
+	       "private fields must all sit on line 1");
+
+/*
+ * .data.* sections become BPF_F_MMAPABLE array maps whose values start on a
+ * page boundary, so the alignment above holds in memory too.
+ */
+struct fp_cpu fp_cpus[FP_MAX_CPUS] SEC(".data.cpus");
+
+/*
+ * Counters: each CPU increments only its own element, padded to whole cache
+ * lines, so counting never bounces a line between CPUs. The loader reads
+ * them through the mmap()ed map and sums them. Without compact_layout they
+ * go to one array shared by all CPUs, with atomic adds, as a naive
+ * scheduler would do it: that is the ablation of fast path 4.
+ */
+struct fp_cpu_stats_line {
+	struct fp_cpu_stats s;
+} __attribute__((aligned(FP_CACHELINE)));
+
+_Static_assert(sizeof(struct fp_cpu_stats_line) % FP_CACHELINE == 0,
+	       "per-CPU counters must fill whole cache lines");
+
+struct fp_cpu_stats_line fp_stats[FP_MAX_CPUS] SEC(".data.stats");
+
+struct fp_cpu_stats fp_stats_shared SEC(".data.stats_shared");
+
+static __always_inline struct fp_cpu *cpu_ctx(s32 cpu)
+{
+	return &fp_cpus[cpu & (FP_MAX_CPUS - 1)];
+}
+
+static __always_inline void stat_inc(enum fp_stat_idx idx)
+{
+	u32 cpu;
+
+	if (idx >= FP_NR_STATS)
+		return;
+	if (!compact_layout) {
+		__sync_fetch_and_add(&fp_stats_shared.cnt[idx], 1);
+		return;
+	}
+	cpu = bpf_get_smp_processor_id() & (FP_MAX_CPUS - 1);
+	fp_stats[cpu].s.cnt[idx]++;
+}
+
+/*
+ * @a - @b for two clock readings that may come from different CPUs: a
+ * reading taken "later" elsewhere can be a little smaller, and as u64 the
+ * difference would wrap to centuries. Never below 0.
+ */
+static __always_inline u64 clock_delta(u64 a, u64 b)
+{
+	s64 d = (s64)(a - b);
+
+	return d > 0 ? d : 0;
+}
+
+/* Per-task state. */
+struct task_ctx {
+	u64 vtime;	/* fairness virtual time, relative to CPU @cpu's vmin */
+	s64 lag;	/* @cpu's vmin - vtime when it last blocked, bounded */
+	s32 cpu;	/* the CPU whose virtual clock @vtime is measured on */
+	u32 asleep;	/* blocked since it last ran: place it on wakeup */
+	u64 cgid;	/* its cgroup's id (cgroup v2 kernfs id), 0 for the root */
+	u64 counted_cg;	/* the cgroup whose child_sum counts it (runnable), or 0 */
+	u32 counted_w;	/* the weight it added to that child_sum */
+	u64 avg_run;	/* CPU time per run (running to stopping), averaged */
+	u32 runs_kept;	/* runs in a row that ended with it still runnable */
+	u32 hog;	/* in the CPU hog class (hog_class()) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+/* Nothing waits on @cpu, the CPU this runs on: its DSQ and local DSQ are empty. */
+static bool cpu_alone(s32 cpu)
+{
+	return !scx_bpf_dsq_nr_queued(cpu) && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
+}
+
+/*
+ * Wake away. When no CPU is idle, a wakee goes back to its previous CPU. If
+ * that is the waker's CPU and the waker keeps running (a non-sync wakeup,
+ * made from task context, by a task whose last FP_AWAY_RUNS runs all ended
+ * with it still runnable: a spinner, a producer that does not wait), the
+ * wakee can only preempt its waker or wait behind it, and the two never run
+ * at the same time. stress-ng futex x2 (a spinning waker and its waiter per
+ * instance, four tasks on two CPUs) read 0.17x of the default whenever the
+ * pairs settled on one CPU each. Instead, queue the wakee on another CPU
+ * whose queue is no longer than this one's, the shortest of a few.
+ *
+ * A wakeup from an interrupt (a timer, a softirq) is left alone: the task
+ * running here is not its waker.
+ */
+extern const int __preempt_count __ksym __weak;
+
+static bool in_task_context(void)
+{
+	/* NMI, hardirq and softirq counts: bits 8-23 (include/linux/preempt.h). */
+	const int irq_mask = 0xffff00;
+
+	/* Where the per-CPU preempt count is not known (not x86), say no. */
+	if (!bpf_ksym_exists(&__preempt_count))
+		return false;
+	return !(*(int *)bpf_this_cpu_ptr(&__preempt_count) & irq_mask);
+}
+
+/* Scheduling-class priorities below this are RT or deadline (and stop). */
+#define FP_MAX_RT_PRIO	100
+
+/*
+ * @cpu, which reads not busy (ops.stopping() ran, and ops.running() has not
+ * since: idle, between two of our tasks, or held), runs a task of a class
+ * above ours.
+ */
+static bool rt_holds(s32 cpu)
+{
+	struct task_struct *curr = __COMPAT_scx_bpf_cpu_curr(cpu);
+
+	return curr && curr->prio < FP_MAX_RT_PRIO;
+}
+
+/* @p may run on @cpu: allowed there, and not migration-disabled elsewhere. */
+static bool can_run_on(struct task_struct *p, s32 cpu)
+{
+	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return false;
+	return !is_migration_disabled(p) || scx_bpf_task_cpu(p) == cpu;
+}
+
+static __always_inline u32 llc_of(s32 cpu)
+{
+	return cpu_llc[cpu & (FP_MAX_CPUS - 1)];
+}
+
+/*
+ * This CPU has nothing queued: take, among the other CPUs' DSQ heads that it
+ * may run, the one furthest behind its own CPU's clock (the clocks of two
+ * CPUs are not comparable, distances to them are). Every CPU is looked at,
+ * so a task queued anywhere is seen by any CPU that goes idle, and a kick to
+ * any idle CPU reaches it. Peeks are lockless; only the move takes a DSQ
+ * lock.
+ *
+ * LLC first (llc_steal, machines with several LLCs): a head queued in
+ * another LLC is taken only when no head in this CPU's LLC may run here, or
+ * when it is further behind than the best of them by more than
+ * FP_STEAL_FAR_SLICES: "behind" includes a wakee's sleeper credit, up to
+ * FP_LAG_SLICES, which is not time spent waiting. A task moved across LLCs
+ * finds its data in none of this CPU's caches; the kernel's own balancer
+ * likewise moves tasks within an LLC first.
+ */
+/*
+ * The CPU @i places after @cpu, wrapping: scans start at the next CPU, so
+ * that CPUs scanning at once do not all look at CPU 0 first.
+ */
+static __always_inline s32 cpu_after(s32 cpu, u32 i)
+{
+	s32 c = cpu + i;
+
+	return c >= nr_cpu_ids ? c - nr_cpu_ids : c;
+}
+
+#endif /* __FASTPATH_BPF_H */
