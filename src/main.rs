@@ -13,6 +13,7 @@ mod stats;
 mod stats_server;
 mod stdout;
 mod tui;
+mod tunables;
 
 use std::io::IsTerminal;
 use std::mem::MaybeUninit;
@@ -107,6 +108,10 @@ fn main() -> ExitCode {
     }
     let res = if opts.help_stats {
         stdout::text(stats::describe_counters())
+    } else if opts.list_ablations {
+        stdout::text(tunables::ablation_list())
+    } else if opts.readme_options {
+        stdout::text(tunables::readme_table())
     } else if let Some(shell) = opts.completions {
         // Into memory first: clap_complete panics when the write fails.
         let mut script = Vec::new();

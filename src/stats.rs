@@ -218,7 +218,7 @@ pub struct Metrics {
     #[serde(default)]
     pub version: String,
     #[stat(
-        desc = "per CPU, by CPU id: queue depth and counter totals (with --no-compact-layout the counters are not kept per CPU and read 0)"
+        desc = "per CPU, by CPU id: queue depth and counter totals (with --ablate compact-layout the counters are not kept per CPU and read 0)"
     )]
     #[serde(default)]
     pub cpus: Vec<CpuMetrics>,

@@ -730,22 +730,6 @@ static bool cpu_alone(s32 cpu)
 }
 
 /*
- * A synchronous wakeup (the waker says it is about to block: a pipe or
- * socket write answered by a read) can run on the waker's CPU, which is
- * about to be free, instead of waking another CPU out of idle: no IPI, no
- * idle exit, and the data is in this CPU's cache. Only when nothing else
- * waits here (so at most one wakee stacks up behind a waker that does not
- * block after all), the waker is not exiting, and the wakee may run here.
- */
-static bool sync_wake_here(struct task_struct *p, s32 this_cpu)
-{
-	struct task_struct *waker = bpf_get_current_task_btf();
-
-	return !(waker->flags & PF_EXITING) &&
-	       bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr) && cpu_alone(this_cpu);
-}
-
-/*
  * Wake away. When no CPU is idle, a wakee goes back to its previous CPU. If
  * that is the waker's CPU and the waker keeps running (a non-sync wakeup,
  * made from task context, by a task whose last FP_AWAY_RUNS runs all ended
@@ -911,12 +895,6 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return this_cpu;
 	}
 
-	if (tune.sync_wake && (wake_flags & SCX_WAKE_SYNC) && sync_wake_here(p, this_cpu)) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, 0);
-		stat_inc(FP_STAT_WAKE_SYNC);
-		return this_cpu;
-	}
-
 	/*
 	 * Cheap wakeups: if prev is idle, claiming it is the whole answer; the
 	 * kernel's search would look at it first anyway, after a few cpumask
@@ -937,9 +915,9 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * a wakeup is synchronous, it returns the waker's own CPU, busy, as
 	 * long as any CPU is idle and nothing waits on the waker's local DSQ:
 	 * the wakee then waits behind a waker that may not block at once,
-	 * while an idle CPU stays idle. Unless --sync-affine, it is not told.
+	 * while an idle CPU stays idle. So it is not told.
 	 */
-	if (!tune.sync_affine && (wake_flags & SCX_WAKE_SYNC)) {
+	if (wake_flags & SCX_WAKE_SYNC) {
 		wake_flags &= ~SCX_WAKE_SYNC;
 		stat_inc(FP_STAT_WAKE_SYNC_MASKED);
 	}
@@ -1167,7 +1145,6 @@ static bool queue_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags, u64 now)
 {
 	u64 vtime = task_vtime(p, cpu), started = 0, delay = 0;
 	enum fp_preempt how = wakeup_preempts(cpu, vtime, now, &started, &delay);
-	struct task_struct *head;
 
 	if (how == FP_PREEMPT_NO && wake_local_ok(cpu)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tune.slice_ns, enq_flags);
@@ -1175,16 +1152,6 @@ static bool queue_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags, u64 now)
 		return true;
 	}
 
-	if (how == FP_PREEMPT_NOW && tune.local_preempt) {
-		head = __COMPAT_scx_bpf_dsq_peek(cpu);
-		if (!head || !time_before(head->scx.dsq_vtime, vtime)) {
-			WRITE_ONCE(cpu_ctx(cpu)->kicked, 1);
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, tune.slice_ns,
-					   enq_flags | SCX_ENQ_PREEMPT);
-			stat_inc(FP_STAT_WAKE_PREEMPT_LOCAL);
-			return true;
-		}
-	}
 	insert_on(p, cpu, vtime, enq_flags);
 	preempt_as(cpu, how, started, delay);
 	return false;
@@ -1842,7 +1809,7 @@ static __always_inline u64 start_head(struct fp_cpu *cctx, struct task_struct *h
 static __always_inline void advance_vmin(struct fp_cpu *cctx, s32 cpu, u64 vtime)
 {
 	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(cpu);
-	u64 step = tune.lazy_vmin ? tune.slice_ns / 16 : 0;
+	u64 step = 0;
 
 	cctx->start_head = start_head(cctx, head);
 	if (head && time_before(head->scx.dsq_vtime, vtime))
