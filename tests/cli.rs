@@ -552,3 +552,50 @@ fn unwritable_output_fails_in_one_line() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// The hidden flags: `--ablate NAME` (scripts/bench, the guest tests), its
+/// one-line refusal of a name that is not a mechanism, and the lists that
+/// scripts/bench and the README take from the binary.
+#[test]
+fn ablate_and_the_generated_lists() {
+    let r = run(
+        &argv(&["--ablate", "head-lag,fast-yield", DRY]),
+        PARSE_DEADLINE,
+    );
+    assert!(r.code == Some(0) && r.stderr.is_empty(), "{}", r.show());
+    let r = run(&argv(&["--ablate", "bogus", DRY]), PARSE_DEADLINE);
+    refused(&r).unwrap();
+    assert!(
+        r.stderr
+            .contains("not a mechanism; one of: deferred-preempt, "),
+        "{}",
+        r.show()
+    );
+    for gone in [
+        "--no-head-lag",
+        "--sync-wake",
+        "--local-preempt",
+        "--queued-wakeup",
+    ] {
+        refused(&run(&argv(&[gone, DRY]), PARSE_DEADLINE)).unwrap();
+    }
+    let r = run(&argv(&["--list-ablations"]), PARSE_DEADLINE);
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines.len() > 10, "{}", r.stdout);
+    for l in &lines {
+        let f: Vec<&str> = l.split('\t').collect();
+        assert_eq!(f.len(), 4, "{l}");
+        assert!(f[0].starts_with("fastpath-"), "{l}");
+        // Each variant's switch is accepted by the binary itself.
+        if !f[1].starts_with("--features ") {
+            let mut a: Vec<String> = f[1].split(' ').map(String::from).collect();
+            a.push(DRY.into());
+            let r = run(&a, PARSE_DEADLINE);
+            assert!(r.code == Some(0), "{l}: {}", r.show());
+        }
+    }
+    let r = run(&argv(&["--readme-options"]), PARSE_DEADLINE);
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(r.stdout.starts_with("| Option |"), "{}", r.stdout);
+}
