@@ -30,7 +30,8 @@ pub struct Opts {
     /// Print a line of scheduler counters every SECS seconds (fractions
     /// allowed; 0: off): tasks placed and the share that took a fast path,
     /// dispatched and the share stolen, preemptions, yields, the queue
-    /// depth; with -v also every counter's rate. A totals line at exit.
+    /// depth; with --all-counters also every counter's rate. A totals line
+    /// at exit.
     /// The same figures are always served on the scx_stats socket,
     /// /var/run/scx/root/stats.
     #[arg(
@@ -101,11 +102,17 @@ pub struct Opts {
     #[arg(long)]
     pub help_stats: bool,
 
+    /// With --stats or --monitor: every counter's rate too
+    ///
+    /// With --stats or --monitor: under each summary line, a line with the
+    /// rate of every counter (--help-stats describes them) and the gauges.
+    #[arg(long, requires = "stats_out", conflicts_with_all = ["json", "tui"])]
+    pub all_counters: bool,
+
     /// Debug messages, including libbpf's (repeat for more)
     ///
-    /// Verbose output: debug messages, including libbpf's, and with --stats
-    /// or --monitor every counter's rate under the summary line. Repeat for
-    /// more.
+    /// Debug messages, including libbpf's; twice, also trace messages and
+    /// libbpf's debug output of the BPF object.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
@@ -416,6 +423,16 @@ mod tests {
             !long.contains("README") && !long.contains("--ablate"),
             "{long}"
         );
+    }
+
+    #[test]
+    fn all_counters_needs_stats_or_monitor() {
+        assert!(parse_ok(&["--stats", "1", "--all-counters"]).all_counters);
+        assert!(parse_ok(&["--monitor", "1", "--all-counters"]).all_counters);
+        assert_eq!(parse_ok(&["-v", "--stats", "1"]).verbose, 1);
+        assert!(!parse_ok(&["-v", "--stats", "1"]).all_counters);
+        parse_err(&["--all-counters"]);
+        parse_err(&["--monitor", "1", "--json", "--all-counters"]);
     }
 
     #[test]

@@ -130,7 +130,7 @@ fn main() -> ExitCode {
             // screen; the dashboard shows the connection's state itself.
             Some(every) if opts.tui => tui::run(every),
             Some(every) => init_logging(opts.verbose)
-                .and_then(|()| stats_server::monitor(every, opts.json, opts.verbose > 0)),
+                .and_then(|()| stats_server::monitor(every, opts.json, opts.all_counters)),
             None => run(opts),
         }
     };

@@ -38,8 +38,8 @@ pub struct Scheduler<'obj> {
     stats_every: Option<Duration>,
     /// --stats prints JSON objects (one per sample, and the totals at exit).
     stats_json: bool,
-    /// -v: every counter's rate under the summary line.
-    verbose: bool,
+    /// --all-counters: every counter's rate under the summary line.
+    all_counters: bool,
     queued_warned: bool,
     /// starve_rescue's total at the last report of the guard's rescues.
     rescues_counted: u64,
@@ -197,7 +197,7 @@ impl<'obj> Scheduler<'obj> {
             nr_cpus,
             stats_every: (opts.stats > 0.0).then(|| Duration::from_secs_f64(opts.stats)),
             stats_json: opts.json,
-            verbose: opts.verbose > 0,
+            all_counters: opts.all_counters,
             queued_warned: false,
             rescues_counted: 0,
             events_warned: false,
@@ -490,13 +490,13 @@ impl<'obj> Scheduler<'obj> {
         }
     }
 
-    /// One --stats sample: a JSON object, or the summary line and, with -v,
-    /// every counter's rate.
+    /// One --stats sample: a JSON object, or the summary line and, with
+    /// --all-counters, every counter's rate.
     fn print_sample(&self, now: &Metrics, prev: &Metrics) -> Result<()> {
         if self.stats_json {
             return stdout::line(now.json_line()?);
         }
-        for line in now.format_lines(prev, self.verbose) {
+        for line in now.format_lines(prev, self.all_counters) {
             stdout::line(format_args!("[fastpath] {line}"))?;
         }
         Ok(())

@@ -719,20 +719,20 @@ test_monitor() {
 	m=$(dmesg_mark)
 	start_sched || return 1
 	say "socket: $(stat -c '%A %U %n' "$STATS_SOCK" 2>&1)"
-	timeout 6 "$SCHED" --monitor 1 -v >"$mon" 2>&1 &
+	timeout 6 "$SCHED" --monitor 1 --all-counters >"$mon" 2>&1 &
 	pids=$!
 	timeout 6 "$SCHED" --monitor 0.5 --json >"$js" 2>&1 &
 	pids="$pids $!"
 	stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 5s --quiet
 	# shellcheck disable=SC2086
 	wait $pids
-	say "--monitor 1 -v: $(grep -c '^\[fastpath\]' "$mon") lines; the last two:"
+	say "--monitor 1 --all-counters: $(grep -c '^\[fastpath\]' "$mon") lines; the last two:"
 	tail -n 2 "$mon" | cut -c1-160 | sed 's/^/    | /'
 	grep -q '^\[fastpath\] config: slice-us=' "$mon" || { say "no config line from --monitor"; ok=1; }
 	grep '^\[fastpath\] placed ' "$mon" | grep -qv ' run 0/s' ||
 		{ say "no summary line from --monitor shows dispatches"; ok=1; }
 	grep '^\[fastpath\] direct_local=' "$mon" | grep -qv 'disp_cpu_dsq=0/s' ||
-		{ say "no -v rate line from --monitor shows dispatches"; ok=1; }
+		{ say "no --all-counters rate line from --monitor shows dispatches"; ok=1; }
 	first=$(head -n 1 "$js") last=$(tail -n 1 "$js")
 	say "--monitor 0.5 --json: $(wc -l <"$js") samples; disp_cpu_dsq" \
 		"$(jq -r .counters.disp_cpu_dsq <<<"$first") -> $(jq -r .counters.disp_cpu_dsq <<<"$last")," \
