@@ -142,12 +142,21 @@ pub enum Command {
     /// `ablate=LIST` turns off exactly the mechanisms in LIST
     /// (comma-separated; `none` turns them all back on). Values are checked
     /// as the flags check them, and all changes apply or none. Then prints
-    /// the tunables now in force. A restart after CPU hotplug keeps them; a
-    /// new start does not.
+    /// the tunables now in force and the flags that give them. A restart
+    /// after CPU hotplug keeps them; a new start does not, unless --save.
     Set {
         /// A change, e.g. slice-us=3000 or ablate=head-lag,fast-yield
         #[arg(value_name = "KEY=VALUE", required = true)]
         changes: Vec<String>,
+
+        /// Also write the flags to the service's flags file
+        ///
+        /// After the change, write the flags that give the tunables now in
+        /// force into SCX_FASTPATH_FLAGS in /etc/default/scx_fastpath (what
+        /// contrib/scx_fastpath.service starts with), in place of the
+        /// tunables' flags there; its other flags, lines and comments stay.
+        #[arg(long)]
+        save: bool,
     },
 }
 
@@ -433,6 +442,18 @@ mod tests {
         assert!(!parse_ok(&["-v", "--stats", "1"]).all_counters);
         parse_err(&["--all-counters"]);
         parse_err(&["--monitor", "1", "--json", "--all-counters"]);
+    }
+
+    #[test]
+    fn set_takes_save() {
+        match parse_ok(&["set", "slice-us=3000", "--save"]).command {
+            Some(Command::Set { changes, save }) => {
+                assert_eq!(changes, ["slice-us=3000"]);
+                assert!(save);
+            }
+            other => panic!("{other:?}"),
+        }
+        parse_err(&["set", "--save"]);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::cli::{self, Opts};
+use crate::flags_file;
 use crate::stdout;
 use crate::tunables::{self, Settings};
 
@@ -75,8 +76,10 @@ pub fn check_socket_root_only(path: &Path) -> Result<()> {
 
 /// `scx_fastpath set`: check the changes here (a bad one is a usage error,
 /// exit 2, before anything is sent), then have the running instance apply
-/// them all or none, and print the tunables it now runs with.
-pub fn request(changes: &[String]) -> Result<(), (u8, anyhow::Error)> {
+/// them all or none, print the tunables it now runs with and the flags
+/// that give them, and with `save` write those flags to the service's
+/// flags file.
+pub fn request(changes: &[String], save: bool) -> Result<(), (u8, anyhow::Error)> {
     let mut args = BTreeMap::new();
     let mut defaults =
         cli::try_parse_from(["scx_fastpath"]).map_err(|e| (1, anyhow!("{}", cli::one_line(&e))))?;
@@ -98,7 +101,28 @@ pub fn request(changes: &[String]) -> Result<(), (u8, anyhow::Error)> {
         }
     }
     let config = send(args).map_err(|e| (1, e))?;
-    stdout::line(format_args!("scx_fastpath now runs with: {config}")).map_err(|e| (1, e))
+    let now = Settings::from_config(&config);
+    let flags = now.as_ref().map(|s| s.flags().join(" "));
+    let printed =
+        stdout::line(format_args!("scx_fastpath now runs with: {config}")).and_then(|()| {
+            match &flags {
+                Ok(f) if f.is_empty() => stdout::line("as flags: (none: the defaults)"),
+                Ok(f) => stdout::line(format_args!("as flags: {f}")),
+                Err(_) => Ok(()),
+            }
+        });
+    printed.map_err(|e| (1, e))?;
+    if save {
+        let now = now
+            .context("the change is live, but the running instance's config line is not one this scx_fastpath can save")
+            .map_err(|e| (1, e))?;
+        let path = std::path::Path::new(flags_file::PATH);
+        let line = flags_file::save(path, &now)
+            .context("the change is live, but not saved")
+            .map_err(|e| (1, e))?;
+        stdout::line(format_args!("saved in {}: {line}", path.display())).map_err(|e| (1, e))?;
+    }
+    Ok(())
 }
 
 /// Send the changes; the config line the instance now runs with.

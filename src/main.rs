@@ -4,6 +4,7 @@
 mod bpf_intf;
 mod bpf_skel;
 mod cli;
+mod flags_file;
 mod live;
 mod preflight;
 #[cfg(test)]
@@ -97,8 +98,8 @@ fn main() -> ExitCode {
         Ok(opts) => opts,
         Err(code) => return code,
     };
-    if let Some(Command::Set { changes }) = &opts.command {
-        return match live::request(changes) {
+    if let Some(Command::Set { changes, save }) = &opts.command {
+        return match live::request(changes, *save) {
             Ok(()) => ExitCode::SUCCESS,
             Err((code, e)) => {
                 eprintln!("scx_fastpath: error: {e:#}");

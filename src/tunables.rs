@@ -15,7 +15,7 @@
 
 use std::fmt::Write as _;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use crate::bpf_intf;
 use crate::cli::int_in;
@@ -716,6 +716,63 @@ impl Settings {
         }
     }
 
+    /// The settings a config line describes (what `describe` wrote).
+    pub fn from_config(config: &str) -> Result<Self> {
+        let mut s = Self::default();
+        for word in config.split_whitespace() {
+            let (key, value) = word
+                .split_once('=')
+                .ok_or_else(|| anyhow!("'{word}' in the config line is not KEY=VALUE"))?;
+            if key == ABLATE {
+                for (t, v) in TABLE.iter().zip(s.0.iter_mut()) {
+                    if t.is_mechanism() {
+                        *v = Value::On(true);
+                    }
+                }
+                for name in value.split(',').filter(|n| *n != NONE) {
+                    match find(name) {
+                        Some((i, t)) if t.is_mechanism() => s.0[i] = Value::On(false),
+                        _ => bail!("'{name}' in the config line is not a mechanism"),
+                    }
+                }
+                continue;
+            }
+            let Some((i, t)) = find(key).filter(|(_, t)| !t.is_mechanism()) else {
+                bail!("'{key}' in the config line is not an option");
+            };
+            s.0[i] =
+                match (t.kind, value) {
+                    (Kind::OptMicros { .. }, "off") => Value::Unset,
+                    _ => Value::Num(value.parse().with_context(|| {
+                        format!("'{word}' in the config line: not a whole number")
+                    })?),
+                };
+        }
+        Ok(s)
+    }
+
+    /// The command-line flags that give these settings: every value that is
+    /// not its default, and the mechanisms ablated (those a build left out
+    /// are no flag's).
+    pub fn flags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (t, v) in TABLE.iter().zip(&self.0) {
+            if let (Value::Num(n), false) = (v, *v == t.default_value()) {
+                out.extend([format!("--{}", t.name), n.to_string()]);
+            }
+        }
+        let ablated: Vec<&str> = TABLE
+            .iter()
+            .zip(&self.0)
+            .filter(|(t, v)| t.kind == Kind::Mechanism && **v == Value::On(false))
+            .map(|(t, _)| t.name)
+            .collect();
+        if !ablated.is_empty() {
+            out.extend([format!("--{ABLATE}"), ablated.join(",")]);
+        }
+        out
+    }
+
     /// The value the BPF side reads from struct fp_tune's field `field`:
     /// microseconds times 1000, or 1 for a mechanism on. A field no row
     /// names is an error.
@@ -1002,13 +1059,15 @@ mod tests {
     }
 
     #[test]
-    fn config_line_names_every_value() {
+    fn config_line_round_trips() {
         let d = Settings::default();
         assert_eq!(
             d.describe(),
             "slice-us=5000 wakeup-gran-us=1000 hog-gran-us=0 hog-run-us=1000 \
              pull-gran-us=1000 idle-hold-us=0 idle-resume-us=off ablate=none"
         );
+        assert_eq!(Settings::from_config(&d.describe()).unwrap(), d);
+        assert!(d.flags().is_empty());
         let mut s = d.clone();
         s.0[Id::SliceUs as usize] = Value::Num(3000);
         s.0[Id::IdleResumeUs as usize] = Value::Num(0);
@@ -1018,8 +1077,23 @@ mod tests {
         assert!(line.starts_with("slice-us=3000 "), "{line}");
         assert!(line.contains(" idle-resume-us=0 "), "{line}");
         assert!(line.ends_with(" ablate=head-lag,compact-layout"), "{line}");
+        assert_eq!(Settings::from_config(&line).unwrap(), s);
+        assert_eq!(
+            s.flags(),
+            [
+                "--slice-us",
+                "3000",
+                "--idle-resume-us",
+                "0",
+                "--ablate",
+                "head-lag,compact-layout"
+            ]
+        );
         assert!(config_ablates(&line, Id::CompactLayout));
         assert!(!config_ablates(&line, Id::FastYield));
+        assert!(Settings::from_config("slice-us=x").is_err());
+        assert!(Settings::from_config("bogus=1").is_err());
+        assert!(Settings::from_config("ablate=slice-us").is_err());
     }
 
     #[test]

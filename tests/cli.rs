@@ -599,3 +599,37 @@ fn ablate_and_the_generated_lists() {
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert!(r.stdout.starts_with("| Option |"), "{}", r.stdout);
 }
+
+/// `set` checks its changes before it connects: a bad one is exit 2 and one
+/// line; good ones with nothing running are exit 1 and one line.
+#[test]
+fn set_refuses_bad_changes_in_one_line() {
+    for bad in [
+        &["set", "slice-us=99"][..],
+        &["set", "head-lag=off"],
+        &["set", "ablate=bogus"],
+        &["set", "idle-hold-us=10"],
+        &["set", "slice-us"],
+        &["set", "slice-us=200", "slice-us=300"],
+    ] {
+        let r = run(&argv(bad), PARSE_DEADLINE);
+        no_panic(&r).unwrap();
+        assert!(
+            r.code == Some(2)
+                && r.lines().len() == 1
+                && r.stderr.starts_with("scx_fastpath: error: "),
+            "{}",
+            r.show()
+        );
+    }
+    if Path::new("/var/run/scx/root/stats").exists() {
+        eprintln!("note: a stats socket exists: not running `set` against it");
+        return;
+    }
+    let r = run(
+        &argv(&["set", "slice-us=3000", "ablate=none", "--save"]),
+        PARSE_DEADLINE,
+    );
+    no_panic(&r).unwrap();
+    assert!(r.code == Some(1) && r.lines().len() == 1, "{}", r.show());
+}

@@ -769,6 +769,7 @@ test_live_set() {
 	rc=$?
 	say "set ablate=pinned-fastpath slice-us=3000: exit $rc: $out"
 	[ "$rc" -eq 0 ] && [[ $out == *"slice-us=3000"*"ablate=pinned-fastpath"* ]] || ok=1
+	[[ $out == *"as flags: --slice-us 3000 --ablate pinned-fastpath"* ]] || { say "set did not print the flags"; ok=1; }
 	off=$(pinned_delta)
 	js=$(sample_json | jq -r .config)
 	say "socket's config now: ${js:0:100}..."
