@@ -60,7 +60,7 @@ pub struct Tunable {
     pub kind: Kind,
     /// The struct fp_tune field the BPF side reads it from (microseconds
     /// times 1000 for an _ns field, 1 or 0 for a mechanism); None for what
-    /// is fixed at load or at build time.
+    /// is fixed at start or at build time.
     pub tune: Option<&'static str>,
     /// One line, for -h and the README's table.
     pub help: &'static str,
@@ -103,6 +103,8 @@ macro_rules! table {
     ($($id:ident => $row:expr,)*) => {
         /// A tunable: its row in TABLE.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        // The loader names only the rows it reads itself (the rest it
+        // reads through the table).
         #[allow(dead_code)]
         pub enum Id { $($id),* }
 
@@ -795,7 +797,7 @@ impl Settings {
     /// `--KEY=VALUE`, by `check`, which parses a command line. A value
     /// option's KEY is its flag; `ablate=LIST` makes exactly the live
     /// mechanisms in LIST (comma-separated, or `none`) ablated. What is
-    /// fixed at load cannot change.
+    /// fixed at start cannot change.
     pub fn apply(
         &mut self,
         key: &str,
