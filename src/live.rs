@@ -9,10 +9,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Parser;
 
 use crate::cli::{self, Opts};
+use crate::flags_file;
 use crate::stdout;
+use crate::tunables::{self, Settings};
 
 /// The stats socket: the server, `set` and the dashboard name it; it is
 /// also scx_stats' default, which --monitor (scx_utils::monitor_stats)
@@ -22,102 +23,23 @@ pub const SOCKET: &str = "/var/run/scx/root/stats";
 /// The stats socket's request target that `set` uses ("top" is the figures).
 pub const TARGET: &str = "set";
 
-type Apply = fn(&mut Opts, &str) -> Result<()>;
-
-/// The tunables a running instance can change: each is the command-line
-/// flag of that name (a switch by its positive name, `on` or `off`), and a
-/// value is checked exactly as the flag checks it. What stays out is fixed
-/// at load: --idle-hold-us (the hold windows are set up from it),
-/// --no-compact-layout (where the counters go) and --queued-wakeup (an ops
-/// flag).
-pub const LIVE: &[(&str, Apply)] = &[
-    ("slice-us", |o, v| {
-        o.slice_us = flag("--slice-us", v)?.slice_us;
-        Ok(())
-    }),
-    ("wakeup-gran-us", |o, v| {
-        o.wakeup_gran_us = flag("--wakeup-gran-us", v)?.wakeup_gran_us;
-        Ok(())
-    }),
-    ("hog-gran-us", |o, v| {
-        o.hog_gran_us = flag("--hog-gran-us", v)?.hog_gran_us;
-        Ok(())
-    }),
-    ("hog-run-us", |o, v| {
-        o.hog_run_us = flag("--hog-run-us", v)?.hog_run_us;
-        Ok(())
-    }),
-    ("pull-gran-us", |o, v| {
-        o.pull_gran_us = flag("--pull-gran-us", v)?.pull_gran_us;
-        Ok(())
-    }),
-    ("deferred-preempt", |o, v| {
-        switch(&mut o.no_deferred_preempt, v, false)
-    }),
-    ("fast-yield", |o, v| switch(&mut o.no_fast_yield, v, false)),
-    ("head-lag", |o, v| switch(&mut o.no_head_lag, v, false)),
-    ("displaced-head", |o, v| {
-        switch(&mut o.no_displaced_head, v, false)
-    }),
-    ("rcu-first", |o, v| switch(&mut o.no_rcu_first, v, false)),
-    ("light-slice", |o, v| {
-        switch(&mut o.no_light_slice, v, false)
-    }),
-    ("local-preempt", |o, v| {
-        switch(&mut o.local_preempt, v, true)
-    }),
-    ("wake-local", |o, v| switch(&mut o.no_wake_local, v, false)),
-    ("llc-steal", |o, v| switch(&mut o.no_llc_steal, v, false)),
-    ("lazy-vmin", |o, v| switch(&mut o.no_lazy_vmin, v, false)),
-    ("hog-hysteresis", |o, v| {
-        switch(&mut o.no_hog_hysteresis, v, false)
-    }),
-    ("wake-away", |o, v| switch(&mut o.no_wake_away, v, false)),
-    ("rt-away", |o, v| switch(&mut o.no_rt_away, v, false)),
-    ("rt-rescue", |o, v| switch(&mut o.no_rt_rescue, v, false)),
-    ("pinned-fastpath", |o, v| {
-        switch(&mut o.no_pinned_fastpath, v, false)
-    }),
-    ("cheap-wakeup", |o, v| {
-        switch(&mut o.no_cheap_wakeup, v, false)
-    }),
-    ("sync-wake", |o, v| switch(&mut o.sync_wake, v, true)),
-    ("sync-affine", |o, v| switch(&mut o.sync_affine, v, true)),
-];
-
-/// The live keys, for messages and `set --help`.
-pub fn keys() -> String {
-    LIVE.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
-}
-
-/// `VALUE` checked as `--FLAG=VALUE` on the command line would be.
-fn flag(name: &str, value: &str) -> Result<Opts> {
-    Opts::try_parse_from(["scx_fastpath".to_string(), format!("{name}={value}")])
+/// `VALUE` checked as `--FLAG=VALUE` on the command line would be: the
+/// tunables that command line gives.
+fn check(flag: &str) -> Result<Settings> {
+    cli::try_parse_from(["scx_fastpath", flag])
+        .map(|o| o.tun)
         .map_err(|e| anyhow!("{}", cli::one_line(&e).trim_start_matches("error: ")))
 }
 
-/// A switch's `on` or `off` into its flag's field, which is true for `on`
-/// (`--sync-wake`) or, for a `--no-...` flag, for `off`.
-fn switch(field: &mut bool, value: &str, true_when_on: bool) -> Result<()> {
-    let on = match value {
-        "on" => true,
-        "off" => false,
-        _ => bail!("invalid value '{value}': a switch is on or off"),
-    };
-    *field = on == true_when_on;
-    Ok(())
-}
-
-/// Apply one `KEY=VALUE` to `opts`; returns it as given, for the log.
+/// Apply one `KEY=VALUE` to `opts` (src/tunables.rs says which keys there
+/// are); returns it as given, for the log.
 pub fn apply(opts: &mut Opts, change: &str) -> Result<String> {
     let (key, value) = change
         .split_once('=')
         .ok_or_else(|| anyhow!("'{change}' is not KEY=VALUE"))?;
-    let (_, set) = LIVE
-        .iter()
-        .find(|(k, _)| *k == key)
-        .ok_or_else(|| anyhow!("'{key}' cannot be changed live; these can: {}", keys()))?;
-    set(opts, value).with_context(|| key.to_string())?;
+    opts.tun
+        .apply(key, value, check)
+        .with_context(|| key.to_string())?;
     Ok(format!("{key}={value}"))
 }
 
@@ -154,22 +76,57 @@ pub fn check_socket_root_only(path: &Path) -> Result<()> {
 
 /// `scx_fastpath set`: check the changes here (a bad one is a usage error,
 /// exit 2, before anything is sent), then have the running instance apply
-/// them all or none, and print the tunables it now runs with.
-pub fn request(changes: &[String]) -> Result<(), (u8, anyhow::Error)> {
+/// them all or none, print the tunables it now runs with and the flags
+/// that give them, and with `save` write those flags to the service's
+/// flags file.
+pub fn request(changes: &[String], save: bool) -> Result<(), (u8, anyhow::Error)> {
     let mut args = BTreeMap::new();
-    let mut check = Opts::parse_from(["scx_fastpath"]);
+    let mut defaults =
+        cli::try_parse_from(["scx_fastpath"]).map_err(|e| (1, anyhow!("{}", cli::one_line(&e))))?;
     for change in changes {
-        apply(&mut check, change).map_err(|e| (cli::EXIT_USAGE, e))?;
-        if let Some((k, v)) = change.split_once('=') {
-            if args.insert(k.to_string(), v.to_string()).is_some() {
-                return Err((cli::EXIT_USAGE, anyhow!("'{k}' given twice")));
-            }
+        let (k, v) = change
+            .split_once('=')
+            .ok_or_else(|| (cli::EXIT_USAGE, anyhow!("'{change}' is not KEY=VALUE")))?;
+        // Which mechanisms stay as loaded is the running instance's to say.
+        let checked = if k == tunables::ABLATE {
+            check(&format!("--{k}={v}"))
+                .map(drop)
+                .context(k.to_string())
+        } else {
+            apply(&mut defaults, change).map(drop)
+        };
+        checked.map_err(|e| (cli::EXIT_USAGE, e))?;
+        if args.insert(k.to_string(), v.to_string()).is_some() {
+            return Err((cli::EXIT_USAGE, anyhow!("'{k}' given twice")));
         }
     }
-    send(args).map_err(|e| (1, e))
+    let config = send(args).map_err(|e| (1, e))?;
+    let now = Settings::from_config(&config);
+    let flags = now.as_ref().map(|s| s.flags().join(" "));
+    let printed =
+        stdout::line(format_args!("scx_fastpath now runs with: {config}")).and_then(|()| {
+            match &flags {
+                Ok(f) if f.is_empty() => stdout::line("as flags: (none: the defaults)"),
+                Ok(f) => stdout::line(format_args!("as flags: {f}")),
+                Err(_) => Ok(()),
+            }
+        });
+    printed.map_err(|e| (1, e))?;
+    if save {
+        let now = now
+            .context("the change is live, but the running instance's config line is not one this scx_fastpath can save")
+            .map_err(|e| (1, e))?;
+        let path = std::path::Path::new(flags_file::PATH);
+        let line = flags_file::save(path, &now)
+            .context("the change is live, but not saved")
+            .map_err(|e| (1, e))?;
+        stdout::line(format_args!("saved in {}: {line}", path.display())).map_err(|e| (1, e))?;
+    }
+    Ok(())
 }
 
-fn send(args: BTreeMap<String, String>) -> Result<()> {
+/// Send the changes; the config line the instance now runs with.
+fn send(args: BTreeMap<String, String>) -> Result<String> {
     let mut client = scx_stats::prelude::StatsClient::new()
         .set_path(SOCKET)
         .connect(Some(Duration::from_secs(5).as_millis() as u64))
@@ -204,43 +161,40 @@ fn send(args: BTreeMap<String, String>) -> Result<()> {
             anyhow!("the running scheduler refused the change: {why}")
         }
     })?;
-    stdout::line(format_args!("scx_fastpath now runs with: {config}"))
+    Ok(config)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tunables::{Id, Kind, TABLE};
 
     fn defaults() -> Opts {
-        Opts::parse_from(["scx_fastpath"])
+        cli::try_parse_from(["scx_fastpath"]).unwrap()
     }
 
+    /// Every live tunable is a key of `set` that changes the config line;
+    /// nothing else is.
     #[test]
-    fn every_live_key_is_a_flag_and_changes_the_description() {
-        let help = {
-            use clap::CommandFactory;
-            Opts::command().render_long_help().to_string()
-        };
-        for (key, _) in LIVE {
+    fn every_live_tunable_is_a_key_and_changes_the_description() {
+        for t in TABLE {
             let o = defaults();
             let mut n = o.clone();
-            let value = if help.contains(&format!("--{key} <")) {
-                "4321"
-            } else {
-                assert!(
-                    help.contains(&format!("--{key}")) || help.contains(&format!("--no-{key}")),
-                    "{key} is not a flag"
-                );
-                if o.describe()
-                    .contains(&format!("{}=on", key.replace('-', "_")))
-                {
-                    "off"
-                } else {
-                    "on"
+            let change = match t.kind {
+                Kind::Mechanism => format!("ablate={}", t.name),
+                Kind::Micros { max, .. } | Kind::OptMicros { max, .. } => {
+                    format!("{}={max}", t.name)
                 }
+                Kind::Build { .. } => continue,
             };
-            apply(&mut n, &format!("{key}={value}")).expect(key);
-            assert_ne!(o.describe(), n.describe(), "{key}={value} changed nothing");
+            match apply(&mut n, &change) {
+                Ok(_) => {
+                    assert!(t.live(), "{change} is not live but was applied");
+                    assert_ne!(o.describe(), n.describe(), "{change} changed nothing");
+                    assert!(n.describe().contains(&change), "{change}: {}", n.describe());
+                }
+                Err(e) => assert!(!t.live(), "{change}: {e:#}"),
+            }
         }
     }
 
@@ -252,14 +206,52 @@ mod tests {
             format!("{e:#}"),
             "slice-us: invalid value '99' for '--slice-us <US>': not in 100..=100000"
         );
-        assert!(apply(&mut o, "head-lag=maybe").is_err());
+        let e = apply(&mut o, "ablate=maybe").unwrap_err();
+        assert!(
+            format!("{e:#}").starts_with(
+                "ablate: invalid value 'maybe' for '--ablate <NAME>': not a mechanism; one of: "
+            ),
+            "{e:#}"
+        );
         assert!(apply(&mut o, "slice-us").is_err());
         let e = apply(&mut o, "idle-hold-us=10").unwrap_err();
-        assert!(format!("{e}").contains("cannot be changed live"), "{e}");
+        assert!(format!("{e:#}").contains("fixed at start"), "{e:#}");
+        let e = apply(&mut o, "head-lag=off").unwrap_err();
+        assert!(format!("{e:#}").contains("ablate=LIST"), "{e:#}");
+        let e = apply(&mut o, "bogus=1").unwrap_err();
+        assert!(format!("{e:#}").contains("not a tunable"), "{e:#}");
         assert_eq!(apply(&mut o, "slice-us=3000").unwrap(), "slice-us=3000");
-        apply(&mut o, "head-lag=off").unwrap();
-        assert_eq!(o.slice_us, 3000);
-        assert!(o.no_head_lag);
+        apply(&mut o, "ablate=head-lag").unwrap();
+        assert_eq!(o.tun.num(Id::SliceUs), 3000);
+        assert!(!o.tun.on(Id::HeadLag));
+    }
+
+    /// `ablate=LIST` makes exactly LIST ablated; `none` restores them all.
+    /// What was ablated at load stays, and must stay in the list.
+    #[test]
+    fn ablate_sets_the_whole_list() {
+        let mut o = defaults();
+        apply(&mut o, "ablate=head-lag,fast-yield").unwrap();
+        assert!(
+            o.describe().ends_with(" ablate=fast-yield,head-lag"),
+            "{}",
+            o.describe()
+        );
+        apply(&mut o, "ablate=fast-yield").unwrap();
+        assert!(o.tun.on(Id::HeadLag) && !o.tun.on(Id::FastYield));
+        apply(&mut o, "ablate=none").unwrap();
+        assert_eq!(o.describe(), defaults().describe());
+        assert!(apply(&mut o, "ablate=compact-layout").is_err());
+
+        let mut o = cli::try_parse_from(["scx_fastpath", "--ablate", "compact-layout"]).unwrap();
+        let e = apply(&mut o, "ablate=none").unwrap_err();
+        assert!(format!("{e:#}").contains("keep it in the list"), "{e:#}");
+        apply(&mut o, "ablate=compact-layout,wake-local").unwrap();
+        assert!(
+            o.describe().ends_with(" ablate=wake-local,compact-layout"),
+            "{}",
+            o.describe()
+        );
     }
 
     #[test]
@@ -268,13 +260,13 @@ mod tests {
         let args: BTreeMap<String, String> = [
             ("target", "set"),
             ("slice-us", "2000"),
-            ("fast-yield", "off"),
+            ("ablate", "fast-yield"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let done = apply_all(&mut o, &args).unwrap();
-        assert_eq!(done, ["fast-yield=off", "slice-us=2000"]);
+        assert_eq!(done, ["ablate=fast-yield", "slice-us=2000"]);
         let only_target: BTreeMap<String, String> =
             [("target".to_string(), "set".to_string())].into();
         assert!(apply_all(&mut o, &only_target).is_err());

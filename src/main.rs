@@ -4,6 +4,7 @@
 mod bpf_intf;
 mod bpf_skel;
 mod cli;
+mod flags_file;
 mod live;
 mod preflight;
 #[cfg(test)]
@@ -13,6 +14,7 @@ mod stats;
 mod stats_server;
 mod stdout;
 mod tui;
+mod tunables;
 
 use std::io::IsTerminal;
 use std::mem::MaybeUninit;
@@ -96,8 +98,8 @@ fn main() -> ExitCode {
         Ok(opts) => opts,
         Err(code) => return code,
     };
-    if let Some(Command::Set { changes }) = &opts.command {
-        return match live::request(changes) {
+    if let Some(Command::Set { changes, save }) = &opts.command {
+        return match live::request(changes, *save) {
             Ok(()) => ExitCode::SUCCESS,
             Err((code, e)) => {
                 eprintln!("scx_fastpath: error: {e:#}");
@@ -107,6 +109,10 @@ fn main() -> ExitCode {
     }
     let res = if opts.help_stats {
         stdout::text(stats::describe_counters())
+    } else if opts.list_ablations {
+        stdout::text(tunables::ablation_list())
+    } else if opts.readme_options {
+        stdout::text(tunables::readme_table())
     } else if let Some(shell) = opts.completions {
         // Into memory first: clap_complete panics when the write fails.
         let mut script = Vec::new();
@@ -125,7 +131,7 @@ fn main() -> ExitCode {
             // screen; the dashboard shows the connection's state itself.
             Some(every) if opts.tui => tui::run(every),
             Some(every) => init_logging(opts.verbose)
-                .and_then(|()| stats_server::monitor(every, opts.json, opts.verbose > 0)),
+                .and_then(|()| stats_server::monitor(every, opts.json, opts.all_counters)),
             None => run(opts),
         }
     };

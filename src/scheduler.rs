@@ -21,6 +21,7 @@ use crate::preflight;
 use crate::stats::{self, CpuMetrics, HoldWindows, Metrics, NR_STATS};
 use crate::stats_server::{self, Reply, Request};
 use crate::stdout;
+use crate::tunables::Id;
 use scx_stats::StatsServer;
 
 /// How often the run loop looks at the exit state when no stats are due.
@@ -37,8 +38,8 @@ pub struct Scheduler<'obj> {
     stats_every: Option<Duration>,
     /// --stats prints JSON objects (one per sample, and the totals at exit).
     stats_json: bool,
-    /// -v: every counter's rate under the summary line.
-    verbose: bool,
+    /// --all-counters: every counter's rate under the summary line.
+    all_counters: bool,
     queued_warned: bool,
     /// starve_rescue's total at the last report of the guard's rescues.
     rescues_counted: u64,
@@ -66,42 +67,12 @@ fn libbpf_open_opts(
     }
 }
 
-include!(concat!(env!("OUT_DIR"), "/tune_store.rs"));
+include!(concat!(env!("OUT_DIR"), "/tune.rs"));
 
 /// The live tunables (struct fp_tune) from the options: before load as the
 /// map's initial value, and on every `set`.
-// Whether the skeleton names a tail padding field depends on how many
-// switches there are, so the struct update below may have nothing to fill.
-#[allow(clippy::needless_update)]
-fn tune_of(opts: &Opts) -> FpTune {
-    FpTune {
-        slice_ns: opts.slice_us * 1000,
-        wakeup_gran_ns: opts.wakeup_gran_us * 1000,
-        hog_gran_ns: opts.hog_gran_us * 1000,
-        hog_run_ns: opts.hog_run_us * 1000,
-        pull_gran_ns: opts.pull_gran_us * 1000,
-        pinned_fastpath: u8::from(!opts.no_pinned_fastpath),
-        cheap_wakeup: u8::from(!opts.no_cheap_wakeup),
-        fast_yield: u8::from(!opts.no_fast_yield),
-        head_lag: u8::from(!opts.no_head_lag),
-        displaced_head: u8::from(!opts.no_displaced_head),
-        rcu_first: u8::from(!opts.no_rcu_first),
-        deferred_preempt: u8::from(!opts.no_deferred_preempt),
-        sync_wake: u8::from(opts.sync_wake),
-        sync_affine: u8::from(opts.sync_affine),
-        wake_away: u8::from(!opts.no_wake_away),
-        rt_away: u8::from(!opts.no_rt_away),
-        rt_rescue: u8::from(!opts.no_rt_rescue),
-        local_preempt: u8::from(opts.local_preempt),
-        wake_local: u8::from(!opts.no_wake_local),
-        hog_hysteresis: u8::from(!opts.no_hog_hysteresis),
-        llc_steal: u8::from(!opts.no_llc_steal),
-        lazy_vmin: u8::from(!opts.no_lazy_vmin),
-        light_slice: u8::from(!opts.no_light_slice),
-        // The struct's tail padding, where the skeleton names one (a field
-        // left out above would be 0 too: every_tune_field_has_a_live_key).
-        ..Default::default()
-    }
+fn tune_of(opts: &Opts) -> Result<FpTune> {
+    tune_with(|field| opts.tun.tune_value(field))
 }
 
 /// Each possible CPU's last-level cache, numbered from 0 in the order the
@@ -134,7 +105,7 @@ impl<'obj> Scheduler<'obj> {
     ) -> Result<Option<Self>> {
         let nr_cpus = preflight::nr_cpu_ids()?;
         // The one experimental setting; it cannot be turned on live.
-        if opts.idle_hold_us > 0 {
+        if opts.tun.num(Id::IdleHoldUs) > 0 {
             warn!(
                 "the idle hold (--idle-hold-us) is experimental: under heavy sleeper storms it \
                  has tripped the kernel's watchdog (see README, Known limitations)"
@@ -156,20 +127,13 @@ impl<'obj> Scheduler<'obj> {
 
         let ops = skel.struct_ops.fastpath_ops_mut();
         ops.exit_dump_len = opts.exit_dump_len;
-        if opts.queued_wakeup {
-            let flag = *scx_utils::compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
-            if flag == 0 {
-                bail!("--queued-wakeup: this kernel has no SCX_OPS_ALLOW_QUEUED_WAKEUP");
-            }
-            ops.flags |= flag;
-        }
         let rodata = skel
             .maps
             .rodata_data
             .as_mut()
             .context("BPF skeleton has no .rodata")?;
-        rodata.idle_hold_ns = opts.idle_hold_us * 1000;
-        rodata.compact_layout = !opts.no_compact_layout;
+        rodata.idle_hold_ns = opts.tun.num(Id::IdleHoldUs) * 1000;
+        rodata.compact_layout = opts.tun.on(Id::CompactLayout);
         let (llcs, nr_llcs) = cpu_llcs(nr_cpus)?;
         rodata.cpu_llc[..nr_cpus].copy_from_slice(&llcs);
         rodata.multi_llc = nr_llcs > 1;
@@ -178,7 +142,7 @@ impl<'obj> Scheduler<'obj> {
             .data_tune_data
             .as_mut()
             .context("BPF skeleton has no .data.tune")?;
-        tune.tune = tune_of(opts);
+        tune.tune = tune_of(opts)?;
 
         let mut skel = scx_ops_load!(skel, fastpath_ops, uei)
             .map_err(|e| match preflight::load_failure_hint() {
@@ -196,11 +160,14 @@ impl<'obj> Scheduler<'obj> {
             scx_ops_attach!(skel, fastpath_ops).context("failed to attach the BPF scheduler")?;
 
         // Kept open while running: closing it restores the old latency.
-        let idle_resume = match opts.idle_resume_us {
-            Some(us) => Some(
-                scx_utils::pm::update_global_idle_resume_latency(us)
-                    .context("failed to set the idle resume latency (/dev/cpu_dma_latency)")?,
-            ),
+        let idle_resume = match opts.tun.opt(Id::IdleResumeUs) {
+            Some(us) => {
+                let us = i32::try_from(us).context("--idle-resume-us does not fit an i32")?;
+                Some(
+                    scx_utils::pm::update_global_idle_resume_latency(us)
+                        .context("failed to set the idle resume latency (/dev/cpu_dma_latency)")?,
+                )
+            }
             None => None,
         };
 
@@ -226,11 +193,11 @@ impl<'obj> Scheduler<'obj> {
             skel,
             struct_ops: Some(struct_ops),
             _idle_resume: idle_resume,
-            compact_layout: !opts.no_compact_layout,
+            compact_layout: opts.tun.on(Id::CompactLayout),
             nr_cpus,
             stats_every: (opts.stats > 0.0).then(|| Duration::from_secs_f64(opts.stats)),
             stats_json: opts.json,
-            verbose: opts.verbose > 0,
+            all_counters: opts.all_counters,
             queued_warned: false,
             rescues_counted: 0,
             events_warned: false,
@@ -421,9 +388,10 @@ impl<'obj> Scheduler<'obj> {
             .data_tune_data
             .as_mut()
             .context("BPF skeleton has no .data.tune")?;
+        let new = tune_of(&opts)?;
         // SAFETY: the map's mmap()ed memory, which BPF programs read
         // concurrently; store_tune writes it field by field.
-        unsafe { store_tune(&mut tune.tune, &tune_of(&opts)) };
+        unsafe { store_tune(&mut tune.tune, &new) };
         info!(
             "set {} (live; was: {})",
             done.join(" "),
@@ -522,13 +490,13 @@ impl<'obj> Scheduler<'obj> {
         }
     }
 
-    /// One --stats sample: a JSON object, or the summary line and, with -v,
-    /// every counter's rate.
+    /// One --stats sample: a JSON object, or the summary line and, with
+    /// --all-counters, every counter's rate.
     fn print_sample(&self, now: &Metrics, prev: &Metrics) -> Result<()> {
         if self.stats_json {
             return stdout::line(now.json_line()?);
         }
-        for line in now.format_lines(prev, self.verbose) {
+        for line in now.format_lines(prev, self.all_counters) {
             stdout::line(format_args!("[fastpath] {line}"))?;
         }
         Ok(())
@@ -588,60 +556,41 @@ pub fn wait_until_disabled() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::cli;
 
-    /// Every live key reaches the BPF side: changing it changes struct
-    /// fp_tune (a key that changed only the options would do nothing live).
+    /// Every field of struct fp_tune comes from its row: a mechanism's
+    /// ablation or a value option's value reaches exactly that field.
     #[test]
-    fn every_live_key_changes_the_tune() {
-        for (key, _) in live::LIVE {
-            let o = Opts::parse_from(["scx_fastpath"]);
-            let value = ["4321", "on", "off"].into_iter().find(|v| {
-                let mut n = o.clone();
-                live::apply(&mut n, &format!("{key}={v}")).is_ok()
-                    && format!("{:?}", tune_of(&n)) != format!("{:?}", tune_of(&o))
-            });
-            assert!(value.is_some(), "{key}: no value changes struct fp_tune");
-        }
-    }
-
-    /// The other way: every field of struct fp_tune is changed by some live
-    /// key. A field added to the struct but not to tune_of() would be filled
-    /// by the struct update (0: off, for a switch) and fail here.
-    #[test]
-    fn every_tune_field_has_a_live_key() {
-        // The skeleton's Debug, one field a line: "    name: value,".
-        let fields = |t: &FpTune| -> Vec<(String, String)> {
-            format!("{t:#?}")
+    fn every_live_tunable_reaches_its_field() {
+        let o = cli::try_parse_from(["scx_fastpath"]).unwrap();
+        let base = format!("{:#?}", tune_of(&o).unwrap());
+        assert!(base.contains("slice_ns: 5000000,"), "{base}");
+        assert!(base.contains("head_lag: 1,"), "{base}");
+        for t in crate::tunables::TABLE.iter().filter(|t| t.live()) {
+            let mut n = o.clone();
+            let change = if t.is_mechanism() {
+                format!("ablate={}", t.name)
+            } else {
+                format!("{}=321", t.name)
+            };
+            live::apply(&mut n, &change).unwrap();
+            let field = t.tune.unwrap();
+            let want = if t.is_mechanism() {
+                "0".to_string()
+            } else {
+                "321000".to_string()
+            };
+            let tune = format!("{:#?}", tune_of(&n).unwrap());
+            assert!(
+                tune.contains(&format!("    {field}: {want},")),
+                "{change}: {tune}"
+            );
+            let changed = base
                 .lines()
-                .filter_map(|l| l.strip_prefix("    "))
-                .filter(|l| !l.starts_with(' '))
-                .filter_map(|l| l.split_once(": "))
-                .filter(|(k, _)| !k.starts_with("__pad"))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        let o = Opts::parse_from(["scx_fastpath"]);
-        let base = fields(&tune_of(&o));
-        let mut reached = std::collections::BTreeSet::new();
-        for (key, _) in live::LIVE {
-            for v in ["4321", "on", "off"] {
-                let mut n = o.clone();
-                if live::apply(&mut n, &format!("{key}={v}")).is_ok() {
-                    for ((name, a), (_, b)) in base.iter().zip(fields(&tune_of(&n))) {
-                        if *a != b {
-                            reached.insert(name.clone());
-                        }
-                    }
-                }
-            }
+                .zip(tune.lines())
+                .filter(|(a, b)| a != b)
+                .count();
+            assert_eq!(changed, 1, "{change} changed more than {field}");
         }
-        let missed: Vec<&String> = base
-            .iter()
-            .map(|(k, _)| k)
-            .filter(|k| !reached.contains(*k))
-            .collect();
-        assert!(base.len() > 5, "fields not read from {base:?}");
-        assert!(missed.is_empty(), "no live key changes {missed:?}");
     }
 }

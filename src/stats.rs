@@ -217,7 +217,7 @@ pub struct Metrics {
     #[serde(default)]
     pub version: String,
     #[stat(
-        desc = "per CPU, by CPU id: queue depth and counter totals (with --no-compact-layout the counters are not kept per CPU and read 0)"
+        desc = "per CPU, by CPU id: queue depth and counter totals (with --ablate compact-layout the counters are not kept per CPU and read 0)"
     )]
     #[serde(default)]
     pub cpus: Vec<CpuMetrics>,
@@ -255,7 +255,7 @@ impl Metrics {
     }
 
     /// The lines printed per interval since `prev`: the summary, and with
-    /// `all` (-v) the rate of every counter too.
+    /// `all` (--all-counters) the rate of every counter too.
     pub fn format_lines(&self, prev: &Metrics, all: bool) -> Vec<String> {
         let mut lines = vec![self.format_summary(prev)];
         if all {
@@ -296,7 +296,7 @@ impl Metrics {
     }
 
     /// One line: rate per second of each counter since `prev`, then the
-    /// gauges (-v).
+    /// gauges (--all-counters).
     pub fn format_rates(&self, prev: &Metrics) -> String {
         let secs = self.secs_since(prev);
         let mut line = String::new();

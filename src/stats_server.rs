@@ -71,8 +71,8 @@ pub fn launch() -> Result<StatsServer<Request, Reply>> {
 }
 
 /// `--monitor`: print the running scheduler's figures every `every`, as
-/// --stats does (rates from two samples; with `all`, -v, every counter's
-/// rate too), or as one JSON object per line,
+/// --stats does (rates from two samples; with `all`, --all-counters, every
+/// counter's rate too), or as one JSON object per line,
 /// until Ctrl-C or SIGTERM. Waits for a scheduler to appear.
 pub fn monitor(every: Duration, json: bool, all: bool) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));

@@ -31,6 +31,7 @@ use scx_stats::prelude::*;
 
 use crate::live::SOCKET;
 use crate::stats::{share_pct, CpuMetrics, Metrics};
+use crate::tunables::{config_ablates, Id};
 
 /// Samples kept for the sparklines.
 const HISTORY: usize = 60;
@@ -450,7 +451,7 @@ fn draw_cpus(f: &mut Frame, app: &App, now: &Metrics, area: Rect) {
         Constraint::Length(9),
     ];
     // Without the compact layout the BPF side keeps no per-CPU counters.
-    let per_cpu = !now.config.contains("compact_layout=off");
+    let per_cpu = !config_ablates(&now.config, Id::CompactLayout);
     let rates = app.rates.as_ref();
     let visible = usize::from(area.height.saturating_sub(4));
     let n = now.cpus.len();
@@ -684,7 +685,7 @@ mod tests {
         }
         Metrics {
             at_ms,
-            config: "slice_us=5000 wakeup_gran_us=1000 hog_gran_us=250 deferred_preempt=on sync_wake=off fast_yield=on head_lag=on displaced_head=on pinned_fastpath=on cheap_wakeup=on queued_wakeup=off idle_hold_us=0 idle_resume_us=off compact_layout=on branch_hints=on".into(),
+            config: crate::tunables::Settings::default().describe(),
             queued: 3,
             counters: Counters::from_array(&cnt),
             version: "0.1.0-gabc x86_64-unknown-linux-gnu".into(),
@@ -747,8 +748,8 @@ mod tests {
         let app = two_samples(2);
         let s = screen(&app, 80, 24);
         assert!(s.contains("scx_fastpath 0.1.0-gabc | up 0h00m02s"), "{s}");
-        assert!(s.contains("tunables: slice_us=5000"), "{s}");
-        assert!(s.contains("compact_layout=on"), "{s}");
+        assert!(s.contains("tunables: slice-us=5000"), "{s}");
+        assert!(s.contains("ablate=none"), "{s}");
         assert!(s.contains("placed/s 150"), "{s}");
         assert!(s.contains("fast path 33%"), "{s}");
         assert!(s.contains("steals/s 10"), "{s}");
@@ -831,7 +832,7 @@ mod tests {
     fn no_kernel_events_and_no_per_cpu_counters() {
         let mut a = sample(1000, 1, 2);
         a.kernel_events.clear();
-        a.config = a.config.replace("compact_layout=on", "compact_layout=off");
+        a.config = a.config.replace("ablate=none", "ablate=compact-layout");
         let s = screen_after(a, 100, 30);
         assert!(
             s.contains("none: this kernel has no /sys/kernel/sched_ext/root/events"),

@@ -552,3 +552,84 @@ fn unwritable_output_fails_in_one_line() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// The hidden flags: `--ablate NAME` (scripts/bench, the guest tests), its
+/// one-line refusal of a name that is not a mechanism, and the lists that
+/// scripts/bench and the README take from the binary.
+#[test]
+fn ablate_and_the_generated_lists() {
+    let r = run(
+        &argv(&["--ablate", "head-lag,fast-yield", DRY]),
+        PARSE_DEADLINE,
+    );
+    assert!(r.code == Some(0) && r.stderr.is_empty(), "{}", r.show());
+    let r = run(&argv(&["--ablate", "bogus", DRY]), PARSE_DEADLINE);
+    refused(&r).unwrap();
+    assert!(
+        r.stderr
+            .contains("not a mechanism; one of: deferred-preempt, "),
+        "{}",
+        r.show()
+    );
+    for gone in [
+        "--no-head-lag",
+        "--sync-wake",
+        "--local-preempt",
+        "--queued-wakeup",
+    ] {
+        refused(&run(&argv(&[gone, DRY]), PARSE_DEADLINE)).unwrap();
+    }
+    let r = run(&argv(&["--list-ablations"]), PARSE_DEADLINE);
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines.len() > 10, "{}", r.stdout);
+    for l in &lines {
+        let f: Vec<&str> = l.split('\t').collect();
+        assert_eq!(f.len(), 4, "{l}");
+        assert!(f[0].starts_with("fastpath-"), "{l}");
+        // Each variant's switch is accepted by the binary itself.
+        if !f[1].starts_with("--features ") {
+            let mut a: Vec<String> = f[1].split(' ').map(String::from).collect();
+            a.push(DRY.into());
+            let r = run(&a, PARSE_DEADLINE);
+            assert!(r.code == Some(0), "{l}: {}", r.show());
+        }
+    }
+    let r = run(&argv(&["--readme-options"]), PARSE_DEADLINE);
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(r.stdout.starts_with("| Option |"), "{}", r.stdout);
+}
+
+/// `set` checks its changes before it connects: a bad one is exit 2 and one
+/// line; good ones with nothing running are exit 1 and one line.
+#[test]
+fn set_refuses_bad_changes_in_one_line() {
+    for bad in [
+        &["set", "slice-us=99"][..],
+        &["set", "head-lag=off"],
+        &["set", "ablate=bogus"],
+        &["set", "idle-hold-us=10"],
+        &["set", "slice-us"],
+        &["set", "slice-us=200", "slice-us=300"],
+    ] {
+        let r = run(&argv(bad), PARSE_DEADLINE);
+        no_panic(&r).unwrap();
+        assert!(
+            r.code == Some(2)
+                && r.lines().len() == 1
+                && r.stderr.starts_with("scx_fastpath: error: "),
+            "{}",
+            r.show()
+        );
+    }
+    if Path::new("/var/run/scx/root/stats").exists() {
+        eprintln!("note: a stats socket exists: not running `set` against it");
+        return;
+    }
+    let r = run(
+        &argv(&["set", "slice-us=3000", "ablate=none", "--save"]),
+        PARSE_DEADLINE,
+    );
+    no_panic(&r).unwrap();
+    assert!(r.code == Some(1) && r.lines().len() == 1, "{}", r.show());
+}

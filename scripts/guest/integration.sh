@@ -345,9 +345,9 @@ test_pinned_path() {
 	on=$(counter_total pinned)
 	migdis=$(counter_total pinned_migdis)
 	say "on:  execl x300 + fork/exec x300 pinned to CPU 0: pinned=$on (migration-disabled: $migdis)"
-	SCHED_ARGS="--no-pinned-fastpath" run_under_sched pinned_workload || return 1
+	SCHED_ARGS="--ablate pinned-fastpath" run_under_sched pinned_workload || return 1
 	off=$(counter_total pinned)
-	say "off: same workload with --no-pinned-fastpath: pinned=$off, enq_queued=$(counter_total enq_queued)"
+	say "off: same workload with --ablate pinned-fastpath: pinned=$off, enq_queued=$(counter_total enq_queued)"
 	# 600 pinned tasks run and each is enqueued at least once.
 	[ "${on:-0}" -ge 600 ] || { say "pinned path not taken enough"; ok=1; }
 	[ "${off:-1}" -eq 0 ] || { say "pinned path taken while switched off"; ok=1; }
@@ -375,8 +375,8 @@ test_cheap_wakeup() {
 	say "on:  perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
 	sum_on=$(say_counters wake_prev_idle wake_no_scan wake_no_kick)
 	[ "$(counter_total wake_prev_idle)" -gt 0 ] || { say "idle prev CPU never claimed directly"; ok=1; }
-	[ "$(counter_total wake_queued)" -eq 0 ] || { say "queued wakeups without --queued-wakeup"; ok=1; }
-	SCHED_ARGS="--no-cheap-wakeup" run_under_sched pipe_workload || return 1
+	[ "$(counter_total wake_queued)" -eq 0 ] || { say "queued wakeups, which the loader never allows"; ok=1; }
+	SCHED_ARGS="--ablate cheap-wakeup" run_under_sched pipe_workload || return 1
 	say "off: perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
 	sum_off=$(say_counters wake_prev_idle wake_no_scan wake_no_kick)
 	[ "$sum_on" -gt 0 ] && [ "$sum_off" -eq 0 ] || ok=1
@@ -384,20 +384,9 @@ test_cheap_wakeup() {
 	run_under_sched pipe_beside_hogs || return 1
 	say "on, beside a busy loop on every CPU:"
 	[ "$(say_counters wake_none_idle)" -gt 0 ] || { say "the idle search was never skipped"; ok=1; }
-	SCHED_ARGS="--no-cheap-wakeup" run_under_sched pipe_beside_hogs || return 1
+	SCHED_ARGS="--ablate cheap-wakeup" run_under_sched pipe_beside_hogs || return 1
 	say "off, beside a busy loop on every CPU:"
-	[ "$(say_counters wake_none_idle)" -eq 0 ] || { say "wake_none_idle moved with --no-cheap-wakeup"; ok=1; }
-	# SCX_OPS_ALLOW_QUEUED_WAKEUP: wakeups of a task still switching out
-	# skip ops.select_cpu and reach ops.enqueue on the task's own CPU.
-	# --sync-wake: perf's pipe writes are synchronous wakeups, so some run
-	# on the waker's CPU.
-	SCHED_ARGS="--sync-wake" run_under_sched pipe_workload || return 1
-	say_counters wake_sync wake_sync_masked >/dev/null
-	[ "$(counter_total wake_sync)" -gt 0 ] || { say "--sync-wake: no wakee ran on its waker's CPU"; ok=1; }
-	SCHED_ARGS="--queued-wakeup" run_under_sched pipe_workload || return 1
-	say "queued: perf bench sched pipe: $(grep -E 'usecs/op' "$WORK/workload.log" | xargs)"
-	say_counters wake_queued wake_prev_idle >/dev/null
-	[ "$(counter_total wake_queued)" -gt 0 ] || { say "no queued wakeup reached enqueue"; ok=1; }
+	[ "$(say_counters wake_none_idle)" -eq 0 ] || { say "wake_none_idle moved with --ablate cheap-wakeup"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -493,28 +482,20 @@ test_hog_storm() {
 
 layout_workload() { stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 5s --quiet; }
 
-# Fast path 4's two switches. compact_layout decides where the counters go
-# (per-CPU lines or one shared array): they count either way. lazy_vmin
-# decides how often a CPU's clock is written: vmin_lazy counts the moves
-# left unwritten, under either counter layout, and cannot move without it.
+# Fast path 4's counter layout decides where the counters go (per-CPU
+# lines or one shared array): they count either way.
 test_compact_layout() {
-	local m ok=0 on off layout lazy
+	local m ok=0 on off layout
 	m=$(dmesg_mark)
 	SCHED_ARGS="" run_under_sched layout_workload || return 1
-	on=$(counter_total disp_cpu_dsq) lazy=$(counter_total vmin_lazy)
-	say "on:  $(last_sample | jq -r .config | grep -o 'compact_layout=[a-z]*'), per-CPU counters: disp_cpu_dsq=$on vmin_lazy=$lazy"
-	[ "${lazy:-0}" -gt 0 ] || { say "no clock move was left unwritten"; ok=1; }
-	SCHED_ARGS="--no-compact-layout" run_under_sched layout_workload || return 1
-	off=$(counter_total disp_cpu_dsq) lazy=$(counter_total vmin_lazy)
-	layout=$(last_sample | jq -r .config | grep -o 'compact_layout=[a-z]*')
-	say "off: $layout, shared atomic counters: disp_cpu_dsq=$off vmin_lazy=$lazy"
+	on=$(counter_total disp_cpu_dsq)
+	say "on:  $(last_sample | jq -r .config | grep -o 'ablate=[a-z,-]*'), per-CPU counters: disp_cpu_dsq=$on"
+	SCHED_ARGS="--ablate compact-layout" run_under_sched layout_workload || return 1
+	off=$(counter_total disp_cpu_dsq)
+	layout=$(last_sample | jq -r .config | grep -o 'ablate=[a-z,-]*')
+	say "off: $layout, shared atomic counters: disp_cpu_dsq=$off"
 	[ "${on:-0}" -gt 0 ] && [ "${off:-0}" -gt 0 ] || ok=1
-	[ "$layout" = compact_layout=off ] || ok=1
-	[ "${lazy:-0}" -gt 0 ] || { say "vmin_lazy did not move with the shared counters"; ok=1; }
-	SCHED_ARGS="--no-lazy-vmin" run_under_sched layout_workload || return 1
-	lazy=$(counter_total vmin_lazy)
-	say "--no-lazy-vmin: $(last_sample | jq -r .config | grep -o 'lazy_vmin=[a-z]*'), vmin_lazy=$lazy"
-	[ "${lazy:-0}" -eq 0 ] || { say "vmin_lazy moved with --no-lazy-vmin"; ok=1; }
+	[ "$layout" = ablate=compact-layout ] || ok=1
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -744,20 +725,20 @@ test_monitor() {
 	m=$(dmesg_mark)
 	start_sched || return 1
 	say "socket: $(stat -c '%A %U %n' "$STATS_SOCK" 2>&1)"
-	timeout 6 "$SCHED" --monitor 1 -v >"$mon" 2>&1 &
+	timeout 6 "$SCHED" --monitor 1 --all-counters >"$mon" 2>&1 &
 	pids=$!
 	timeout 6 "$SCHED" --monitor 0.5 --json >"$js" 2>&1 &
 	pids="$pids $!"
 	stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 5s --quiet
 	# shellcheck disable=SC2086
 	wait $pids
-	say "--monitor 1 -v: $(grep -c '^\[fastpath\]' "$mon") lines; the last two:"
+	say "--monitor 1 --all-counters: $(grep -c '^\[fastpath\]' "$mon") lines; the last two:"
 	tail -n 2 "$mon" | cut -c1-160 | sed 's/^/    | /'
-	grep -q '^\[fastpath\] config: slice_us=' "$mon" || { say "no config line from --monitor"; ok=1; }
+	grep -q '^\[fastpath\] config: slice-us=' "$mon" || { say "no config line from --monitor"; ok=1; }
 	grep '^\[fastpath\] placed ' "$mon" | grep -qv ' run 0/s' ||
 		{ say "no summary line from --monitor shows dispatches"; ok=1; }
 	grep '^\[fastpath\] direct_local=' "$mon" | grep -qv 'disp_cpu_dsq=0/s' ||
-		{ say "no -v rate line from --monitor shows dispatches"; ok=1; }
+		{ say "no --all-counters rate line from --monitor shows dispatches"; ok=1; }
 	first=$(head -n 1 "$js") last=$(tail -n 1 "$js")
 	say "--monitor 0.5 --json: $(wc -l <"$js") samples; disp_cpu_dsq" \
 		"$(jq -r .counters.disp_cpu_dsq <<<"$first") -> $(jq -r .counters.disp_cpu_dsq <<<"$last")," \
@@ -790,25 +771,26 @@ test_live_set() {
 	setup_exec_loops
 	start_sched || return 1
 	on=$(pinned_delta)
-	out=$("$SCHED" set pinned-fastpath=off slice-us=3000 2>&1)
+	out=$("$SCHED" set ablate=pinned-fastpath slice-us=3000 2>&1)
 	rc=$?
-	say "set pinned-fastpath=off slice-us=3000: exit $rc: $out"
-	[ "$rc" -eq 0 ] && [[ $out == *"slice_us=3000"*"pinned_fastpath=off"* ]] || ok=1
+	say "set ablate=pinned-fastpath slice-us=3000: exit $rc: $out"
+	[ "$rc" -eq 0 ] && [[ $out == *"slice-us=3000"*"ablate=pinned-fastpath"* ]] || ok=1
+	[[ $out == *"as flags: --slice-us 3000 --ablate pinned-fastpath"* ]] || { say "set did not print the flags"; ok=1; }
 	off=$(pinned_delta)
 	js=$(sample_json | jq -r .config)
 	say "socket's config now: ${js:0:100}..."
-	[[ $js == *"slice_us=3000"*"pinned_fastpath=off"* ]] || { say "the JSON does not show the change"; ok=1; }
-	"$SCHED" set pinned-fastpath=on >/dev/null || ok=1
+	[[ $js == *"slice-us=3000"*"ablate=pinned-fastpath"* ]] || { say "the JSON does not show the change"; ok=1; }
+	"$SCHED" set ablate=none >/dev/null || ok=1
 	again=$(pinned_delta)
 	say "pinned under 600 pinned tasks: on $on, switched off live $off, on again $again"
 	if [ "$on" -lt 600 ] || [ "$off" -ne 0 ] || [ "$again" -lt 600 ]; then
 		say "the live switch did not reach the BPF side"
 		ok=1
 	fi
-	grep -q 'set pinned-fastpath=off slice-us=3000 (live' "$SCHED_LOG" ||
+	grep -q 'set ablate=pinned-fastpath slice-us=3000 (live' "$SCHED_LOG" ||
 		{ say "the loader did not log the change"; ok=1; }
 
-	for bad in "slice-us=99" "idle-hold-us=5" "head-lag=maybe" "nonsense"; do
+	for bad in "slice-us=99" "idle-hold-us=5" "ablate=maybe" "head-lag=off" "nonsense"; do
 		out=$("$SCHED" set "$bad" 2>&1)
 		rc=$?
 		say "set $bad: exit $rc: $out"
@@ -841,7 +823,7 @@ test_live_set() {
 	js=$(sample_json | jq -r .config)
 	say "after $restarts hotplug restarts: ${js:0:60}..."
 	[ "$restarts" -ge 2 ] || { say "the loader did not restart on both hotplug events"; ok=1; }
-	[[ $js == "slice_us=3000 "* ]] || { say "the restart lost the change"; ok=1; }
+	[[ $js == "slice-us=3000 "* ]] || { say "the restart lost the change"; ok=1; }
 	stop_sched || ok=1
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
@@ -1016,7 +998,7 @@ test_tui() {
 	done
 	say "after ${i} s: the pane (100x30):"
 	sed 's/^/    | /' "$pane"
-	grep -q '^tunables: slice_us=' "$pane" || { say "no tunables line"; ok=1; }
+	grep -q '^tunables: slice-us=' "$pane" || { say "no tunables line"; ok=1; }
 	tui_nonzero "$placed" ||
 		{ say "the all row shows no placements per second: '$placed'"; ok=1; }
 	for c in $(seq 0 $((NCPU - 1))); do
@@ -1048,7 +1030,7 @@ test_tui() {
 # CPU hogs and the sleeper probe run. A wakee whose CPU the RT task holds
 # goes to a CPU that runs ours (wake_rt_away), and the other CPU takes what
 # is queued on the RT CPU (rt_rescued): by default both must move, and with
-# --no-rt-away --no-rt-rescue neither can. The sleeper's worst wait is
+# --ablate rt-away,rt-rescue neither can. The sleeper's worst wait is
 # reported for both, not bounded: a run with RT away read 541 ms (a whole
 # 0.5 s sleep period lost, as in half the runs without it), so a bound
 # would only flake. Nothing is ejected either way. A run before both has
@@ -1090,7 +1072,7 @@ test_rt_hog() {
 		if [ "$mode" = on ]; then
 			SCHED_ARGS="" run_under_sched rt_workload || ok=1
 		else
-			SCHED_ARGS="--no-rt-away --no-rt-rescue" run_under_sched rt_workload || ok=1
+			SCHED_ARGS="--ablate rt-away,rt-rescue" run_under_sched rt_workload || ok=1
 		fi
 		probe=$(sed -n 's/^probe: //p' "$WORK/workload.log")
 		say "rt_away and rt_rescue $mode: RT hog on CPU $((NCPU - 1)), $NCPU CPU hogs: sleeper's worst wait ${probe:-?} ms"
@@ -1099,7 +1081,7 @@ test_rt_hog() {
 			[ "$(say_counters rt_rescued)" -gt 0 ] || { say "no task was taken from the RT CPU's queue"; ok=1; }
 		else
 			[ "$(say_counters wake_rt_away rt_rescued)" -eq 0 ] ||
-				{ say "an RT counter moved with --no-rt-away --no-rt-rescue"; ok=1; }
+				{ say "an RT counter moved with --ablate rt-away,rt-rescue"; ok=1; }
 		fi
 		detached_on_request || ok=1
 	done
@@ -1177,7 +1159,7 @@ test_unit_caps() {
 # 1 ms period) against a CPU hog on the same CPU. With the timer, a wakeup
 # that comes before the hog has had --wakeup-gran-us arms it and the timer
 # preempts the hog (wake_deferred, wake_defer_kick); with
-# --no-deferred-preempt neither counter can move.
+# --ablate deferred-preempt neither counter can move.
 defer_workload() {
 	taskset -c 0 stress-ng --temp-path "$WORK" --cpu 1 --timeout 12s --quiet &
 	local hog=$!
@@ -1212,7 +1194,7 @@ test_deferred_preempt() {
 	defer_case "on " "--hog-gran-us 250" wake_deferred wake_defer_kick wake_preempt || return 1
 	[ "$(counter_total wake_deferred)" -gt 0 ] || { say "no preemption was deferred"; ok=1; }
 	[ "$(counter_total wake_defer_kick)" -gt 0 ] || { say "no deferred preemption kicked"; ok=1; }
-	defer_case off "--hog-gran-us 250 --no-deferred-preempt" wake_deferred wake_defer_kick || return 1
+	defer_case off "--hog-gran-us 250 --ablate deferred-preempt" wake_deferred wake_defer_kick || return 1
 	[ "$(say_counters wake_deferred wake_defer_kick 2>/dev/null)" -eq 0 ] ||
 		{ say "deferred preemption with the switch off"; ok=1; }
 	defer_case "default (--hog-gran-us 0)" "" wake_preempt wake_hog_gran wake_deferred || return 1
@@ -1224,7 +1206,7 @@ test_deferred_preempt() {
 # millisecond, the hog's runs average about a millisecond and now and then
 # drop under --hog-run-us; with the hysteresis (the default) it stays a
 # hog while they average more than half of that, and the preemptions of it
-# then move wake_hog_held. With --no-hog-hysteresis nothing holds it in the
+# then move wake_hog_held. With --ablate hog-hysteresis nothing holds it in the
 # class, and wake_hog_held cannot move; with --hog-run-us 100000 the
 # wakeups that find a task in it stay under 1% of the default's (below).
 test_hog_hysteresis() {
@@ -1233,8 +1215,8 @@ test_hog_hysteresis() {
 	defer_case "on " "" wake_hog_held wake_hog_gran wake_short_runner || return 1
 	[ "$(counter_total wake_hog_held)" -gt 0 ] || { say "the hog was never held in its class"; ok=1; }
 	on=$(say_counters wake_hog_held wake_hog_gran 2>/dev/null)
-	defer_case off "--no-hog-hysteresis" wake_hog_held wake_hog_gran wake_short_runner || return 1
-	[ "$(counter_total wake_hog_held)" -eq 0 ] || { say "wake_hog_held moved with --no-hog-hysteresis"; ok=1; }
+	defer_case off "--ablate hog-hysteresis" wake_hog_held wake_hog_gran wake_short_runner || return 1
+	[ "$(counter_total wake_hog_held)" -eq 0 ] || { say "wake_hog_held moved with --ablate hog-hysteresis"; ok=1; }
 	# The class's threshold: with --hog-run-us 100000 (its largest) the
 	# hog's runs, cut by the sleeper every millisecond, keep it out of the
 	# class. Not quite never: it runs alone for the half second before
@@ -1250,22 +1232,6 @@ test_hog_hysteresis() {
 	return $ok
 }
 
-# Local preemption: the same sleeper against a hog on CPU 0. Every wakeup
-# preempts the hog (--hog-gran-us 0); with --local-preempt it goes straight
-# to CPU 0's local DSQ (wake_preempt_local); by default it is queued and CPU
-# 0 kicked instead, and wake_preempt_local cannot move.
-test_local_preempt() {
-	local m ok=0
-	m=$(dmesg_mark)
-	defer_case "on " "--local-preempt" wake_preempt wake_preempt_local || return 1
-	[ "$(counter_total wake_preempt_local)" -gt 0 ] || { say "no wakee went to the local DSQ"; ok=1; }
-	defer_case off "" wake_preempt wake_preempt_local || return 1
-	[ "$(counter_total wake_preempt)" -gt 0 ] || { say "no wakeup preempted the hog"; ok=1; }
-	[ "$(counter_total wake_preempt_local)" -eq 0 ] || { say "wake_preempt_local moved without --local-preempt"; ok=1; }
-	check_no_kernel_errors "$m" || ok=1
-	return $ok
-}
-
 # A pipe ping-pong on CPU 0 (stress-ng switch: a writer and a reader that
 # wake each other and block), so every wakee is next on its waker's CPU.
 # Its ops/s go to workload.log.
@@ -1276,7 +1242,7 @@ switch_workload() {
 
 # Wake local (the default): most of the ping-pong's wakees go to CPU 0's
 # local DSQ, more than ops.dispatch() moves from its DSQ (disp_cpu_dsq,
-# the move it saves); with --no-wake-local wake_local cannot move, and
+# the move it saves); with --ablate wake-local wake_local cannot move, and
 # the wakees go through the DSQ.
 test_wake_local() {
 	local m ok=0 wl moved
@@ -1285,11 +1251,11 @@ test_wake_local() {
 	wl=$(say_counters wake_local 2>/dev/null) moved=$(say_counters disp_cpu_dsq 2>/dev/null)
 	say "on : a ping-pong on CPU 0: $(cat "$WORK/workload.log") ops/s, wake_local=$wl disp_cpu_dsq=$moved"
 	[ "$wl" -gt "$moved" ] || { say "fewer wakees went local than through the DSQ"; ok=1; }
-	SCHED_ARGS=--no-wake-local run_under_sched switch_workload || return 1
+	SCHED_ARGS="--ablate wake-local" run_under_sched switch_workload || return 1
 	wl=$(say_counters wake_local 2>/dev/null) moved=$(say_counters disp_cpu_dsq 2>/dev/null)
-	say "off: a ping-pong on CPU 0, --no-wake-local: $(cat "$WORK/workload.log") ops/s, wake_local=$wl disp_cpu_dsq=$moved"
-	[ "$wl" -eq 0 ] || { say "wake_local moved with --no-wake-local"; ok=1; }
-	[ "$moved" -gt 0 ] || { say "no wakee went through the DSQ with --no-wake-local"; ok=1; }
+	say "off: a ping-pong on CPU 0, --ablate wake-local: $(cat "$WORK/workload.log") ops/s, wake_local=$wl disp_cpu_dsq=$moved"
+	[ "$wl" -eq 0 ] || { say "wake_local moved with --ablate wake-local"; ok=1; }
+	[ "$moved" -gt 0 ] || { say "no wakee went through the DSQ with --ablate wake-local"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -1305,7 +1271,7 @@ yield_workload() {
 # Fast yield (the default): a yield with nothing queued on the CPU just
 # goes on (yield_kept); with something queued the yielder gives its slice up
 # (yield_given). stress-ng yield has both, as its yielders move between the
-# CPUs. With --no-fast-yield every yield gives its slice up: yield_kept
+# CPUs. With --ablate fast-yield every yield gives its slice up: yield_kept
 # cannot move, and yield_given counts them all.
 test_fast_yield() {
 	local m ok=0 kept given
@@ -1314,11 +1280,11 @@ test_fast_yield() {
 	kept=$(say_counters yield_kept 2>/dev/null) given=$(say_counters yield_given 2>/dev/null)
 	say "on : stress-ng yield: $(cat "$WORK/workload.log") ops/s, yield_kept=$kept yield_given=$given"
 	[ "$kept" -gt 0 ] || { say "no yield went on without a round trip"; ok=1; }
-	SCHED_ARGS=--no-fast-yield run_under_sched yield_workload || return 1
+	SCHED_ARGS="--ablate fast-yield" run_under_sched yield_workload || return 1
 	kept=$(say_counters yield_kept 2>/dev/null) given=$(say_counters yield_given 2>/dev/null)
-	say "off: stress-ng yield, --no-fast-yield: $(cat "$WORK/workload.log") ops/s, yield_kept=$kept yield_given=$given"
-	[ "$kept" -eq 0 ] || { say "yield_kept moved with --no-fast-yield"; ok=1; }
-	[ "$given" -gt 0 ] || { say "no yield was counted with --no-fast-yield"; ok=1; }
+	say "off: stress-ng yield, --ablate fast-yield: $(cat "$WORK/workload.log") ops/s, yield_kept=$kept yield_given=$given"
+	[ "$kept" -eq 0 ] || { say "yield_kept moved with --ablate fast-yield"; ok=1; }
+	[ "$given" -gt 0 ] || { say "no yield was counted with --ablate fast-yield"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -1367,10 +1333,10 @@ test_wake_away() {
 	on=$(cat "$WORK/workload.log")
 	say "on:  stress-ng futex x$((2 * NCPU)): ${on:-?} ops/s"
 	[ "$(say_counters wake_away)" -gt 0 ] || { say "no wakee was sent beside its waker"; ok=1; }
-	SCHED_ARGS="--no-wake-away" run_under_sched futex_workload || return 1
+	SCHED_ARGS="--ablate wake-away" run_under_sched futex_workload || return 1
 	off=$(cat "$WORK/workload.log")
 	say "off: stress-ng futex x$((2 * NCPU)): ${off:-?} ops/s"
-	[ "$(say_counters wake_away)" -eq 0 ] || { say "wake_away moved with --no-wake-away"; ok=1; }
+	[ "$(say_counters wake_away)" -eq 0 ] || { say "wake_away moved with --ablate wake-away"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -1379,7 +1345,7 @@ test_wake_away() {
 # kernel under rcu_read_lock() (procfs reads walk the task list and file
 # tables under it, getdents too), so that some slices end inside a read-side
 # section. Only a task preempted inside one moves rcu_first; with
-# --no-rcu-first it cannot move. Busy loops alone are preempted in user
+# --ablate rcu-first it cannot move. Busy loops alone are preempted in user
 # mode, outside any section: there it must stay rare (under 5% of the
 # re-queued tasks), or the check counts something else, such as the
 # trampoline's own rcu_read_lock() that a first version counted.
@@ -1403,9 +1369,9 @@ test_rcu_first() {
 	say "hogs only: rcu_first=${first:-?} of enq_queued=${queued:-?}"
 	[ "$((${first:-0} * 20))" -lt "${queued:-0}" ] ||
 		{ say "busy loops, preempted in user mode, were queued as RCU readers"; ok=1; }
-	SCHED_ARGS="--no-rcu-first" run_under_sched rcu_workload || return 1
+	SCHED_ARGS="--ablate rcu-first" run_under_sched rcu_workload || return 1
 	say "off: CPU hogs with procfs and getdent readers"
-	[ "$(say_counters rcu_first)" -eq 0 ] || { say "rcu_first moved with --no-rcu-first"; ok=1; }
+	[ "$(say_counters rcu_first)" -eq 0 ] || { say "rcu_first moved with --ablate rcu-first"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -1445,7 +1411,7 @@ light_alone() {
 
 # With light slices the nice-10 loop gets the same share (within 20% or
 # 1 point) in turns at least twice as close together (the mean wait before
-# a run), and slice_light moves; with --no-light-slice it stays 0. Without
+# a run), and slice_light moves; with --ablate light-slice it stays 0. Without
 # the timer that ends a cut slice, it ran to the next tick and this failed.
 # Alone on its CPU its slice is left whole (slice_light_alone moves).
 test_light_slice() {
@@ -1463,10 +1429,10 @@ test_light_slice() {
 	say "on, the nice-10 loop alone on CPU $WEIGHT_CPU for 2 s:"
 	[ "$(say_counters slice_light_alone)" -gt 0 ] ||
 		{ say "the loop alone never started a run with its slice left whole"; ok=1; }
-	SCHED_ARGS="--no-light-slice" run_under_sched light_pair || return 1
+	SCHED_ARGS="--ablate light-slice" run_under_sched light_pair || return 1
 	off=$(<"$WORK/light.txt")
 	say "off: share%, mean wait ms, runs: $off"
-	[ "$(say_counters slice_light)" -eq 0 ] || { say "slice_light moved with --no-light-slice"; ok=1; }
+	[ "$(say_counters slice_light)" -eq 0 ] || { say "slice_light moved with --ablate light-slice"; ok=1; }
 	read -r on_share on_wait _ <<<"$on"
 	read -r off_share off_wait _ <<<"$off"
 	share_close "$on_share" "$off_share" ||
@@ -1751,7 +1717,7 @@ test_rt_each_cpu() {
 	[ "$NCPU" -ge 2 ] || { say "needs 2 CPUs"; return 1; }
 	# The share bound holds only with RT rescue (on by default): without it
 	# the least-served loop got 10-17% (docs/decisions.md, "RT rescue").
-	# RT_EACH_ARGS=--no-rt-rescue runs it without.
+	# RT_EACH_ARGS="--ablate rt-rescue" runs it without.
 	# shellcheck disable=SC2086 # word-split on purpose: flags
 	start_sched ${RT_EACH_ARGS-} || return 1
 	rt_runtime=$(cat /proc/sys/kernel/sched_rt_runtime_us)
@@ -1931,7 +1897,7 @@ soak_share_run() {
 # the starvation guard's rescues to the caller's rescued.
 soak_share_fp() {
 	local n
-	# SHARES_ARGS: flags for scx_fastpath (e.g. --no-head-lag).
+	# SHARES_ARGS: flags for scx_fastpath (e.g. --ablate head-lag).
 	# shellcheck disable=SC2086 # word-split on purpose: flags
 	start_sched ${SHARES_ARGS-} || return 1
 	soak_share_run fp
@@ -2009,15 +1975,15 @@ cpulist_count() {
 # default 2-vCPU guest; the scheduler attaches there and sees every CPU.
 # Steals, LLC first (llc_steal): the same steal-heavy load (CPU hogs beside
 # context-switching pairs, more tasks than CPUs, some idling now and then)
-# under the default and under --no-llc-steal. The loader must see the LLCs
+# under the default and under --ablate llc-steal. The loader must see the LLCs
 # sysfs shows. Where there are several, by default steal_near_kept moves
 # (a near head taken over a far one that had waited longer) and a smaller
-# share of steals cross LLCs than with --no-llc-steal, under which
+# share of steals cross LLCs than with --ablate llc-steal, under which
 # steal_near_kept stays 0; where there is one, nothing counts as far.
 llc_steal_check() {
 	local llcs seen args stolen far kept share ok=0 shares=()
 	llcs=$(nr_llcs)
-	for args in "" --no-llc-steal; do
+	for args in "" "--ablate llc-steal"; do
 		# shellcheck disable=SC2086 # args is a word list
 		start_sched $args || return 1
 		seen=$(grep -o '[0-9]* LLCs)' "$SCHED_LOG" | grep -o '^[0-9]*')
@@ -2032,7 +1998,7 @@ llc_steal_check() {
 		if [ "$llcs" -le 1 ]; then
 			[ "${far:-0}" -eq 0 ] && [ "${kept:-0}" -eq 0 ] || { say "steals counted as far with one LLC"; ok=1; }
 		elif [ -n "$args" ]; then
-			[ "${kept:-0}" -eq 0 ] || { say "steal_near_kept moved with --no-llc-steal"; ok=1; }
+			[ "${kept:-0}" -eq 0 ] || { say "steal_near_kept moved with --ablate llc-steal"; ok=1; }
 		else
 			[ "${kept:-0}" -gt 0 ] || { say "steal_near_kept did not move"; ok=1; }
 		fi
@@ -2080,7 +2046,7 @@ test_verifier() {
 }
 
 # TESTS="name ..." runs a subset.
-DEFAULT_TESTS="verifier attach attach_under_load weights cgroup_hierarchy wakee_share mixed_load sigint sigint_loading sigterm sigkill hotplug errors stats_reader_gone pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt local_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
+DEFAULT_TESTS="verifier attach attach_under_load weights cgroup_hierarchy wakee_share mixed_load sigint sigint_loading sigterm sigkill hotplug errors stats_reader_gone pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
 # The fault matrix (scripts/test --faults). The storms (hold_races is the
 # sleeper storm with an idle hold) run once in the default set and four
 # times more here, so that one --faults run shows them 5 of 5 (a storm

@@ -135,8 +135,9 @@ struct fp_rescue {
  * The tunables a running instance can change without reloading
  * (scx_fastpath set KEY=VALUE): the BPF side reads them at every use from
  * its .data.tune map, which the loader writes before load and on request.
- * Each field is the command-line flag of the same name (times 1000 for the
- * _ns ones; 0 or 1 for the switches).
+ * src/tunables.rs has a row for each field, which names it: an _ns field is
+ * the option of the same name in microseconds, times 1000; a u8 is a
+ * mechanism, 1 unless --ablate NAME turned it off.
  */
 struct fp_tune {
 	u64 slice_ns;
@@ -150,17 +151,13 @@ struct fp_tune {
 	u8 head_lag;
 	u8 displaced_head;
 	u8 deferred_preempt;
-	u8 sync_wake;
-	u8 sync_affine;
 	u8 wake_away;
 	u8 rt_away;
 	u8 rt_rescue;
-	u8 local_preempt;
 	u8 wake_local;
 	u8 rcu_first;
 	u8 hog_hysteresis;
 	u8 llc_steal;
-	u8 lazy_vmin;
 	u8 light_slice;
 };
 
