@@ -365,7 +365,7 @@ table! {
         kind: Kind::Mechanism,
         tune: Some("light_slice"),
         help: "Tasks lighter than nice 0 get slices cut to their weight",
-        long_help: "A task whose weight (nice level and cgroup cpu.weight together) \
+        long_help: "A task whose own weight (its nice level, not its cgroups' share) \
             is under nice 0's runs at most --slice-us times its weight over nice \
             0's, and at least a sixteenth of --slice-us: the same share in shorter, \
             more frequent turns. Ablated: every task gets the whole slice.",

@@ -121,13 +121,9 @@ static bool pull(s32 cpu, struct task_struct *head)
  * (its ext server is running: its own queue first). Each held CPU is
  * watched by the FP_AWAY_SCAN - 1 CPUs before it.
  *
- * On unless --no-rt-rescue. This code, under the policy of 2026-12-01, got us
- * ejected in 2 of 9 sleeper storms (an RR cyclic task and 512 sleepers on
- * 2 CPUs; "watchdog failed to check in"); under today's it passed 20 of 20
- * with the rescue firing 2-465 times a run (docs/decisions.md, "RT
- * rescue"). It moves a task counted on the held CPU's runqueue, as steal()
- * does: the move takes it off that CPU's count, so the held CPU's ext
- * server does not look for it there.
+ * It moves a task counted on the held CPU's runqueue, as steal() does: the
+ * move takes it off that CPU's count, so the held CPU's ext server does not
+ * look for it there.
  */
 static bool rescue_from_rt(s32 cpu)
 {
