@@ -27,6 +27,22 @@ static __always_inline bool head_behind(s32 c, s32 cpu, s64 *behind)
 	return true;
 }
 
+/*
+ * This CPU has nothing queued: take, among the other CPUs' DSQ heads that it
+ * may run, the one furthest behind its own CPU's clock (the clocks of two
+ * CPUs are not comparable, distances to them are). Every CPU is looked at,
+ * so a task queued anywhere is seen by any CPU that goes idle, and a kick to
+ * any idle CPU reaches it. Peeks are lockless; only the move takes a DSQ
+ * lock.
+ *
+ * LLC first (llc_steal, machines with several LLCs): a head queued in
+ * another LLC is taken only when no head in this CPU's LLC may run here, or
+ * when it is further behind than the best of them by more than
+ * FP_STEAL_FAR_SLICES: "behind" includes a wakee's sleeper credit, up to
+ * FP_LAG_SLICES, which is not time spent waiting. A task moved across LLCs
+ * finds its data in none of this CPU's caches; the kernel's own balancer
+ * likewise moves tasks within an LLC first.
+ */
 static bool steal(s32 cpu)
 {
 	s64 behind, best = 0, best_far = 0;
