@@ -28,7 +28,7 @@
  * each holds. Tasks of the root cgroup weigh their own weight, as the
  * kernel weighs them against the root's children.
  *
- A task is counted into its cgroup's child_sum and nr_active when it starts
+ * A task is counted into its cgroup's child_sum and nr_active when it starts
  * a run after waking (ops.running()) and out when it blocks
  * (ops.stopping()), or leaves the cgroup or sched_ext: the callbacks every
  * switch runs anyway, where ops.runnable() and ops.quiescent() would add

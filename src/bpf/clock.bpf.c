@@ -20,10 +20,11 @@
  * with per-CPU queues: a CPU with three hogs runs each a third of the time,
  * one with a single hog runs it all the time, their vtimes drift apart by
  * seconds, and a sleeper placed by the fast CPU's clock on the slow one
- * waited behind all of its hogs (the mixed_load test's probe, ~1 s). Taking
- * the lowest vtime, not the highest, matters with weights: next to a nice-19
- * task that jumps far ahead, a nice-0 hog runs behind, and a sleeper placed
- * by the nice-19 task's vtime would wait out the hog's whole catch-up.
+ * would wait behind all of its hogs (docs/decisions.md, "Per-CPU virtual
+ * clocks"). Taking the lowest vtime, not the highest, matters with weights:
+ * next to a nice-19 task that jumps far ahead, a nice-0 hog runs behind,
+ * and a sleeper placed by the nice-19 task's vtime would wait out the hog's
+ * whole catch-up.
  */
 static __always_inline u64 cpu_vmin(s32 cpu)
 {
@@ -38,9 +39,10 @@ static __always_inline u64 cpu_vmin(s32 cpu)
  * FP_LAG_SLICES slices either way, FP_KTHREAD_LAG_SLICES for a kernel
  * thread: see fastpath_stopping()): a task that slept while others ran
  * comes back ahead of them by what it had not used, a task that had run
- * ahead comes back behind. Giving every sleeper the full credit instead
- * made nearly every wakeup preempt (hackbench, pipes: one switch per
- * message).
+ * ahead comes back behind. The credit is bounded because with the full
+ * credit nearly every wakee would preempt, and a producer and its consumer
+ * would switch once per message (docs/decisions.md, "Bounded sleeper
+ * credit").
  *
  * A task that stays runnable keeps the vtime it earned, so weights hold
  * between tasks that never sleep; moved to another CPU it keeps its
@@ -106,9 +108,10 @@ static __always_inline void advance_vmin(struct fp_cpu *cctx, struct task_struct
  * with it, as ops.running() would at a switch. Otherwise a task that keeps
  * the CPU for many slices leaves the clock where its run began: a task
  * waking there then lands behind it by the whole run and, still behind the
- * DSQ's head, is kept on until it has caught up (attaching to a loaded
- * machine made tasks wait over a second so), and a task moved to another
- * CPU carries that whole distance with it.
+ * DSQ's head, is kept on until it has caught up, while the tasks queued
+ * there wait; and a task moved to another CPU carries that whole distance
+ * with it (docs/decisions.md, "The clock advances when the running task is
+ * kept on").
  */
 static void keep_clock(struct fp_cpu *cctx, struct task_struct *prev, s32 cpu,
 		       struct task_struct *head)
@@ -116,7 +119,10 @@ static void keep_clock(struct fp_cpu *cctx, struct task_struct *prev, s32 cpu,
 	advance_vmin(cctx, head, running_vtime(prev, cpu));
 }
 
-/* fp_cpu->start_head when the task started with no displaced task at the head. */
+/*
+ * fp_cpu->start_head when the task started with no displaced task at the
+ * head.
+ */
 #define FP_NO_HEAD	((u64)-1)
 
 /*
@@ -142,23 +148,18 @@ static __always_inline u64 start_head(struct fp_cpu *cctx, struct task_struct *h
  * blocks against a clock one hog run behind and loses a little lag per
  * wakeup instead of gaining what the hog ran meanwhile. With head_lag the
  * clock is where it will be when the next queued task starts: the DSQ
- * head's vtime, if that is ahead. Its ablation lines read 1.034x-1.082x
- * (docs/decisions.md, "Head lag").
+ * head's vtime, if that is ahead (docs/decisions.md, "Head lag").
  *
  * With displaced_head, only the head the task displaced counts (start_head(),
  * else lag_head_new). A task that wakes another and then blocks would
  * otherwise be credited with its own wakee's lead: both tasks of a pipe pair
- * beside CPU hogs kept their vtime across every message that way, as if
- * neither ever slept, and the pair got 1.6 times the default's share (the
- * wakee_share test; 24.2% of the CPU where the default gives 15.4%). Counting
- * any head already queued when the task started (same_head, the step between,
- * since folded in) brought that to 17.9-18.7% and read 1.057x over 29
- * metrics, but still let a pipe task whose partner was queued behind a hog
- * take the hog's lead; counting only the displaced task brought it to
- * 16.2-17.0% (the default 15.2-16.1%) and read a further 1.018x
- * (docs/decisions.md, "Displaced head, same head and earned lag"). The
- * sleeper that preempted a hog blocks with that hog at the head and keeps
- * its credit.
+ * beside CPU hogs would keep their vtime across every message, as if
+ * neither ever slept, and take more than their share (the wakee_share
+ * test). Any head already queued when the task started is not enough
+ * either: a pipe task whose partner was queued behind a hog would take the
+ * hog's lead (docs/decisions.md, "Displaced head, same head and earned
+ * lag"). The sleeper that preempted a hog blocks with that hog at the head
+ * and keeps its credit.
  */
 static __always_inline u64 block_clock(struct fp_cpu *cctx, s32 cpu)
 {

@@ -27,6 +27,22 @@ static __always_inline bool head_behind(s32 c, s32 cpu, s64 *behind)
 	return true;
 }
 
+/*
+ * This CPU has nothing queued: take, among the other CPUs' DSQ heads that it
+ * may run, the one furthest behind its own CPU's clock (the clocks of two
+ * CPUs are not comparable, distances to them are). Every CPU is looked at,
+ * so a task queued anywhere is seen by any CPU that goes idle, and a kick to
+ * any idle CPU reaches it. Peeks are lockless; only the move takes a DSQ
+ * lock.
+ *
+ * LLC first (llc_steal, machines with several LLCs): a head queued in
+ * another LLC is taken only when no head in this CPU's LLC may run here, or
+ * when it is further behind than the best of them by more than
+ * FP_STEAL_FAR_SLICES: "behind" includes a wakee's sleeper credit, up to
+ * FP_LAG_SLICES, which is not time spent waiting. A task moved across LLCs
+ * finds its data in none of this CPU's caches; the kernel's own balancer
+ * likewise moves tasks within an LLC first.
+ */
 static bool steal(s32 cpu)
 {
 	s64 behind, best = 0, best_far = 0;
@@ -74,12 +90,11 @@ static bool steal(s32 cpu)
  * task wait behind whatever was queued on its own CPU while another CPU
  * runs a task that is well ahead of it; one shared queue would have run
  * it first. A pipeline's stages (stress-ng tee: a writer, a tee() stage
- * and a reader per instance) queue behind each other that way: tee x2 ran
- * 3x as fast with it. The cost is lockless peeks of every CPU in the LLC
- * on each dispatch that has a head of its own. Two ways to spare futex x2
- * the pulls that cost it were tried and did not pay: passing over a head
- * that wake away had placed (level over two A/Bs), or one queued less
- * than pull_gran_ns ago (cost tee x2 a third of its gain); docs/decisions.md.
+ * and a reader per instance) queue behind each other that way
+ * (docs/decisions.md, "Pull"). The cost is lockless peeks of every CPU in
+ * the LLC on each dispatch that has a head of its own, and moves and
+ * context switches that a spinning waker and its wakee (stress-ng futex)
+ * pay for (docs/decisions.md, "Sparing wake away's wakees from pull").
  */
 static bool pull(s32 cpu, struct task_struct *head)
 {
@@ -113,8 +128,8 @@ static bool pull(s32 cpu, struct task_struct *head)
  * the kernel's ext server (50 ms a second), and steal() looks at other CPUs
  * only when this one has nothing queued. So what is queued there (a wakeup
  * that found no better CPU, or what the RT task preempted once the server
- * has run it) waited: in the rt_each_cpu test the busy loops left there got
- * 10-17% of their fair share, and a sleeper once waited 1349 ms. Take the
+ * has run it) waits for the server or for another CPU to run dry, and gets
+ * a small fraction of its share (docs/decisions.md, "RT rescue"). Take the
  * head of the first of the next few CPUs that is held so and has something
  * queued, before this CPU's own head: it waited behind a task of a higher
  * class, which no vtime accounts for. Not when this CPU is held itself

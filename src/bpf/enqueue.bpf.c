@@ -42,13 +42,12 @@ static __always_inline void insert_on(struct task_struct *p, s32 cpu, u64 vtime,
  * again and leaves the section. The kernel's remedy, RCU priority boosting,
  * is not built into Debian's kernels, and under the default scheduler's lazy
  * preemption kernel code is seldom preempted. Here a slice that ends
- * preempts a task wherever it is: khugepaged (nice 19), preempted inside one
- * while it copied a huge page, waited its nice-19 turns behind CPU hogs
- * until the kernel's stall detector fired after 21 s and ejected us (the
- * soak and mixed_load tests; docs/decisions.md, "RCU readers first"). So
- * such a task is queued ahead of its CPU's DSQ head. Only the key changes,
- * not its vtime: it is still charged for what it runs, and the section
- * bounds the favour.
+ * preempts a task wherever it is, and a low-weight task (a nice-19 kernel
+ * thread) preempted inside a section then waits its turns behind CPU hogs
+ * long enough for the RCU stall detector to fire, which ejects the
+ * scheduler (docs/decisions.md, "RCU readers first"). So such a task is
+ * queued ahead of its CPU's DSQ head. Only the key changes, not its vtime:
+ * it is still charged for what it runs, and the section bounds the favour.
  * Only a preempted task can be inside one: an RCU reader may not block.
  */
 static __always_inline bool in_rcu_reader(struct task_struct *p)
@@ -57,8 +56,7 @@ static __always_inline bool in_rcu_reader(struct task_struct *p)
 	 * The BPF trampoline that runs this program holds rcu_read_lock() in
 	 * the current task's name, and a preempted task is queued again from
 	 * its own __schedule(): that level is ours, not its. Counting it
-	 * queued nearly every preempted task first (16,950 of 20,428 in
-	 * mixed_load).
+	 * would queue nearly every preempted task first.
 	 */
 	int ours = p == bpf_get_current_task_btf();
 
@@ -197,10 +195,10 @@ static void enqueue_on_cpu(struct task_struct *p, u64 enq_flags, u64 now)
 	 * or its local DSQ for a wakee that preempts. That CPU's ext server,
 	 * the one thing that runs our tasks while RT holds every CPU, stops
 	 * for good the first time its dispatch finds nothing while tasks are
-	 * still counted there. Queuing elsewhere did that
+	 * still counted there, which queuing them elsewhere brings about
 	 * (docs/decisions.md, "Moving tasks off an RT-held CPU in
-	 * ops.enqueue"). The one exception is an
-	 * idle-hold redirect, to a CPU that is polling for it.
+	 * ops.enqueue"). The one exception is an idle-hold redirect, to a CPU
+	 * that is polling for it.
 	 *
 	 * Cheap wakeups: ops.select_cpu() just looked for an idle CPU and
 	 * found none; a CPU that goes idle after that runs ops.dispatch() and

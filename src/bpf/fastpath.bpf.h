@@ -255,11 +255,11 @@ static bool cpu_alone(s32 cpu)
  * that is the waker's CPU and the waker keeps running (a non-sync wakeup,
  * made from task context, by a task whose last FP_AWAY_RUNS runs all ended
  * with it still runnable: a spinner, a producer that does not wait), the
- * wakee can only preempt its waker or wait behind it, and the two never run
- * at the same time. stress-ng futex x2 (a spinning waker and its waiter per
- * instance, four tasks on two CPUs) read 0.17x of the default whenever the
- * pairs settled on one CPU each. Instead, queue the wakee on another CPU
- * whose queue is no longer than this one's, the shortest of a few.
+ * wakee can only preempt its waker or wait behind it: the two never run at
+ * the same time, and a pair that settles on one CPU makes progress only as
+ * often as the wakee gets to preempt (docs/decisions.md, "Wake away").
+ * Instead, queue the wakee on another CPU whose queue is no longer than this
+ * one's, the shortest of a few (wake_away_cpu()).
  *
  * A wakeup from an interrupt (a timer, a softirq) is left alone: the task
  * running here is not its waker.
@@ -305,22 +305,6 @@ static __always_inline u32 llc_of(s32 cpu)
 	return cpu_llc[cpu & (FP_MAX_CPUS - 1)];
 }
 
-/*
- * This CPU has nothing queued: take, among the other CPUs' DSQ heads that it
- * may run, the one furthest behind its own CPU's clock (the clocks of two
- * CPUs are not comparable, distances to them are). Every CPU is looked at,
- * so a task queued anywhere is seen by any CPU that goes idle, and a kick to
- * any idle CPU reaches it. Peeks are lockless; only the move takes a DSQ
- * lock.
- *
- * LLC first (llc_steal, machines with several LLCs): a head queued in
- * another LLC is taken only when no head in this CPU's LLC may run here, or
- * when it is further behind than the best of them by more than
- * FP_STEAL_FAR_SLICES: "behind" includes a wakee's sleeper credit, up to
- * FP_LAG_SLICES, which is not time spent waiting. A task moved across LLCs
- * finds its data in none of this CPU's caches; the kernel's own balancer
- * likewise moves tasks within an LLC first.
- */
 /*
  * The CPU @i places after @cpu, wrapping: scans start at the next CPU, so
  * that CPUs scanning at once do not all look at CPU 0 first.

@@ -74,11 +74,12 @@ static void kick_for_rescued(struct task_struct *p)
  *
  * All of them, not a batch: a guard that moves a batch per look and returns
  * can find itself due at every ops.dispatch() under a deep queue, and the
- * head of the DSQ (the lowest vtime of all, a kworker in the sleeper storm)
- * is then never taken. Moving every starved task bounds any wait to about
- * FP_STARVE_MS plus a round over the rescued, one slice each, spread over
- * every CPU that may run them. Costs one compare per dispatch, and one walk
- * of the DSQ per FP_GUARD_MS. Each task it moves is counted
+ * head of the DSQ (the lowest vtime of all) is then never taken
+ * (docs/decisions.md, "The starvation guard runs every starved task").
+ * Moving every starved task bounds any wait to about FP_STARVE_MS plus a
+ * round over the rescued, one slice each, spread over every CPU that may
+ * run them. Costs one compare per dispatch, and one walk of the DSQ per
+ * FP_GUARD_MS. Each task it moves is counted
  * (starve_rescue), and the one that waited longest is kept for the loader's
  * log (record_rescue()): what starved, not only how many.
  */

@@ -39,7 +39,7 @@ enum fp_consts {
 	 * ejects the scheduler. A CPU notices a used-up slice only at its
 	 * tick (4 ms at HZ=250), so 1,000 always-runnable tasks confined to
 	 * one CPU (which any user can start with taskset) need about 4 s for
-	 * a round however short the slices: 5 s left no margin.
+	 * a round however short the slices: 5 s would leave no margin.
 	 */
 	FP_TIMEOUT_MS		= 10000,
 
@@ -52,9 +52,9 @@ enum fp_consts {
 	FP_HOLD_MIN_NS		= 2000,
 	/*
 	 * Sleeper credit: a waking task keeps the lag it had when it blocked
-	 * (how far behind its CPU's clock, vmin, it was), bounded to FP_LAG_SLICES
-	 * slices either way, so it comes back ahead of CPU hogs without
-	 * hoarding credit. A kernel thread may keep up to
+	 * (how far behind its CPU's clock, vmin, it was), bounded to
+	 * FP_LAG_SLICES slices either way, so it comes back ahead of CPU hogs
+	 * without hoarding credit. A kernel thread may keep up to
 	 * FP_KTHREAD_LAG_SLICES of the lag it earned: kworkers and ksoftirqd
 	 * do short work that others wait on, often as a chain of wakeups; one
 	 * that runs long earns none.
@@ -65,8 +65,8 @@ enum fp_consts {
 	 * LLC-first steals: a task queued in another LLC is taken over one
 	 * in the stealing CPU's own only when it is further behind by more
 	 * than this many slices: more than any sleeper credit explains, by a
-	 * slice. With a one-slice margin a third of the near-or-far choices
-	 * in the topology test still crossed LLCs, most of them on credit.
+	 * slice, so that credit alone never moves a task across LLCs
+	 * (docs/decisions.md, "LLC-first steals").
 	 */
 	FP_STEAL_FAR_SLICES	= FP_LAG_SLICES + 1,
 
@@ -86,8 +86,9 @@ enum fp_consts {
 	 * CPU, a task queued there gets slice * FP_DEEP_QUEUE / depth, at
 	 * least slice / FP_SLICE_DIV_MAX, so that a round over them stays
 	 * near FP_DEEP_QUEUE slices (in practice a tick each). Below it slices
-	 * are whole: shrinking them from 8 waiting tasks on was the main cost
-	 * of hackbench in an earlier version.
+	 * are whole: under a moderate queue shorter slices only add switches,
+	 * which message-passing loads pay for (docs/decisions.md, "Deep-queue
+	 * slices from 64 waiting tasks").
 	 */
 	FP_DEEP_QUEUE		= 64,
 	FP_SLICE_DIV_MAX	= 16,
@@ -242,10 +243,10 @@ struct fp_cpu_stats {
 
 /*
  * Data-dependent branches on the hot paths, counted per CPU in builds with
- * the branch-profile feature (FP_BRANCH() in main.bpf.c), so that
+ * the branch-profile feature (FP_BRANCH() in fastpath.bpf.h), so that
  * likely()/unlikely() go only where the counts justify them. build.rs makes
  * the loader's names from this enum, as for the counters, and reads which
- * hint, if any, each FP_BRANCH() site in main.bpf.c carries, so the table
+ * hint, if any, each FP_BRANCH() site in src/bpf/ carries, so the table
  * compares the counts with the source.
  */
 enum fp_branch_idx {

@@ -15,11 +15,12 @@
 /*
  * Deferred wakeup preemption. A wakee that may preempt a CPU's task only
  * once that task has had its --wakeup-gran-us would otherwise wait for the
- * end of the task's whole slice (nothing looks again before then): a
- * periodic sleeper against a CPU hog waited most of a slice one wakeup in
- * five. Instead, a timer per CPU kicks it when the floor has passed, if the
- * same run is still going on (curr_started unchanged) and nobody kicked it
- * meanwhile. The same timer ends light slices (light_slice()) on time.
+ * end of the task's whole slice (nothing looks again before then), so a
+ * periodic sleeper against a CPU hog would often wait most of a slice.
+ * Instead, a timer per CPU kicks it when the floor has passed, if the same
+ * run is still going on (curr_started unchanged) and nobody kicked it
+ * meanwhile (docs/decisions.md, "Deferred preemption timer"). The same
+ * timer ends light slices (light_slice()) on time.
  */
 struct fp_defer {
 	struct bpf_timer timer;
@@ -93,22 +94,21 @@ static s32 init_defer_timer(s32 cpu)
  * Whether a waking task at @vtime, queued on @cpu, preempts the task running
  * there: yes if that task has run for at least the granularity and is behind
  * the wakee in virtual time, counting its runtime so far, by more than that.
- * Without the margin nearly every wakeup preempted: a producer and a
- * consumer (a pipe, a message queue) then switch once per message, where
- * letting the producer run on batches the messages.
+ * Without the margin nearly every wakeup would preempt: a producer and a
+ * consumer (a pipe, a message queue) would then switch once per message,
+ * where letting the producer run on batches the messages.
  *
  * The granularity is --hog-gran-us if the running task's runs are long
  * (update_hog()), else --wakeup-gran-us. Both count from the start of its
  * run, and a hog's run starts when the last wakee blocked: with the long
  * floor for hogs too, a sleeper waking every millisecond against a hog
- * could run only once per floor plus its own run, so it woke later each
- * period and cyclictest's average latency read twice the default
- * scheduler's. The default is no floor at all for hogs: a floor is kept
- * by the deferred-preemption timer, and a timer fires late in a loaded
- * guest, so a wakee waited far longer than the floor (docs/decisions.md,
- * "No floor for CPU hogs"). Tasks with short runs keep the long floor:
- * they usually block before it, and preempting them sooner cost hackbench
- * and stress-ng switch most of their throughput (docs/decisions.md,
+ * could run only once per floor plus its own run, so it would wake later
+ * each period. The default is no floor at all for hogs: a floor is kept by
+ * the deferred-preemption timer, and a timer fires late on a loaded
+ * machine, so a wakee would wait far longer than the floor
+ * (docs/decisions.md, "No floor for CPU hogs"). Tasks with short runs keep
+ * the long floor: they usually block before it, and preempting them sooner
+ * turns message-passing loads into a switch per message (docs/decisions.md,
  * "Wakeup granularity of 1000 us").
  */
 enum fp_preempt {
@@ -158,9 +158,10 @@ static enum fp_preempt wakeup_preempts(s32 cpu, u64 vtime, u64 now, u64 *started
 	 * slice ends or it blocks, as with the kernel's lazy preemption,
 	 * where a wakeup preempts kernel code only at the next tick. Kernel
 	 * threads hold locks and RCU read-side sections that others wait
-	 * on: khugepaged (nice 19), preempted within a millisecond of every
-	 * turn inside an RCU read-side section, made too little progress in
-	 * 21 s and the kernel ejected us for an RCU stall (mixed_load).
+	 * on: a low-weight one preempted at every wakeup can stay inside an
+	 * RCU read-side section long enough to stall RCU grace periods, and
+	 * an RCU stall ejects the scheduler (docs/decisions.md, "Kernel
+	 * threads are not preempted by wakeups").
 	 */
 	if (READ_ONCE(cctx->curr_kthread)) {
 		stat_inc(FP_STAT_WAKE_KTHREAD_KEPT);
@@ -187,7 +188,7 @@ static enum fp_preempt wakeup_preempts(s32 cpu, u64 vtime, u64 now, u64 *started
 	 * time goes 100 / weight times as fast in vtime); never before it has
 	 * run that long in real time either. A nice-19 task's vtime races
 	 * ahead (a microsecond of CPU is a hundred in vtime), so without that
-	 * floor every wakeup preempted it within microseconds.
+	 * floor every wakeup would preempt it within microseconds.
 	 */
 	curr_vtime = READ_ONCE(cctx->curr_vtime);
 	at = gran;
@@ -209,9 +210,10 @@ static enum fp_preempt wakeup_preempts(s32 cpu, u64 vtime, u64 now, u64 *started
 	}
 	/*
 	 * Only a task whose runs are long is preempted later: one that
-	 * usually blocks within --hog-run-us will most likely do so
-	 * before the timer, and preempting the rest of such tasks cost
-	 * hackbench a third and stress-ng switch half their throughput.
+	 * usually blocks within --hog-run-us will most likely do so before
+	 * the timer fires, and timer preemptions of such tasks cost
+	 * message-passing loads throughput (docs/decisions.md, "Deferred
+	 * preemption timer").
 	 */
 	if (!hog) {
 		stat_inc(FP_STAT_WAKE_SHORT_RUNNER);

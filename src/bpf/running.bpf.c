@@ -15,13 +15,12 @@
  * it when its runs average --hog-run-us or more, and with hog_hysteresis
  * leaves it only when they average under half that. A busy loop that a
  * periodic sleeper preempts every millisecond has runs of about a
- * millisecond: on the single threshold it went in and out of the class,
- * and while out of it the sleeper waited for the end of its slice
- * (wake_short_runner). It holds hackbench's tasks too where their runs
- * average about that long (a slow machine), and each wakeup then preempts
- * one of them; on a host where they average well under it, it halved
- * cyclictest's latency against hogs and cost no row (docs/decisions.md,
- * "Hog hysteresis").
+ * millisecond: on a single threshold it would go in and out of the class,
+ * and while out of it the sleeper would wait for the end of its slice
+ * (wake_short_runner). The price: where a message-passing load's runs
+ * average near the threshold (hackbench on a slow machine), its tasks are
+ * held in the class too, and each wakeup then preempts one of them
+ * (docs/decisions.md, "Hog hysteresis").
  */
 static __always_inline void update_hog(struct task_ctx *tctx)
 {

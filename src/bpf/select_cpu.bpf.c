@@ -53,20 +53,17 @@ static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 
  * @prev_cpu runs none of ours: it runs a task of a higher class (RT,
  * deadline), which took it from us or from idle. A wakee queued there waits
  * until another CPU finds nothing of its own to run and steals it, or for
- * the kernel's ext server, 50 ms a second: a sleeper's worst wait in the
- * rt_hog test was 375 ms. Return the first CPU after @prev_cpu that runs one
- * of ours, where it takes its turn by vtime, or -1. Returned by
- * ops.select_cpu(), so the task is counted on the CPU whose DSQ it waits on
- * (see enqueue_on_cpu()).
+ * the kernel's ext server, 50 ms a second (docs/decisions.md, "RT away").
+ * Return the first CPU after @prev_cpu that runs one of ours, where it
+ * takes its turn by vtime, or -1. Returned by ops.select_cpu(), so the task
+ * is counted on the CPU whose DSQ it waits on (see enqueue_on_cpu()).
  *
  * Not busy is not enough: a CPU between two of our tasks, or one that an
  * earlier wakeup of the same timer interrupt has just claimed out of idle,
- * reads the same. forksleep (32 sleepers a CPU whose timers fire together)
- * sent a twelfth of its wakeups away so, from a CPU about to run them to a
- * busy one, which the first CPU then stole back: with no RT task at all,
- * wake_rt_away 3,038 and disp_stolen 3,020 in one run, and 0 and 1,285
- * once @prev_cpu must be held by RT (docs/decisions.md, "RT away only
- * where RT holds the CPU").
+ * reads the same. Sending a wakee away from such a CPU moves it from a CPU
+ * about to run it to a busy one, from which the first CPU then steals it
+ * back. So @prev_cpu must be held by a task of a higher class (rt_holds();
+ * docs/decisions.md, "RT away only where RT holds the CPU").
  */
 static s32 rt_away_cpu(struct task_struct *p, s32 prev_cpu)
 {
@@ -89,16 +86,12 @@ static s32 rt_away_cpu(struct task_struct *p, s32 prev_cpu)
  * empty. Every step of it (prev, the LLC, the node, then any CPU; the
  * waker's CPU for a synchronous wakeup, as long as some CPU is idle) needs
  * a bit in the idle mask, and where every message is a wakeup on a busy
- * machine (stress-ng switch x2: about 13 us of BPF a switch in the TCG
- * guest, 5.9 of it ops.select_cpu()) the search is the largest single
- * cost. Read before every search, the mask cost switch x1 (whose pair
- * waits on the other CPU, so the search finds it) about 5%; read only
- * after a search or read on this CPU found no CPU idle (none_idle_seen),
- * it took ops.select_cpu() in switch x2 from 5.5-5.8 us a call to 4.6-4.9
- * and left switch x1's alone (docs/decisions.md, "Skipping the idle search
- * when no CPU is idle"). A CPU that
- * goes idle just after the mask was read steals the task from its DSQ, as
- * after an empty search.
+ * machine the search is the largest single cost. Reading the mask costs
+ * too, and is wasted where the search would find a CPU, so it is read only
+ * after a search or a read on this CPU found no CPU idle (none_idle_seen;
+ * docs/decisions.md, "Skipping the idle search when no CPU is idle"). A CPU
+ * that goes idle just after the mask was read steals the task from its
+ * DSQ, as after an empty search.
  */
 static bool mask_none_idle(void)
 {

@@ -32,19 +32,18 @@ static __always_inline u64 queue_slice(u64 waiting)
  * its cgroups' share, which falls with the number of tasks they run)
  * runs at most slice * weight / 100, and never less than
  * slice / FP_SLICE_DIV_MAX. Its share does not change, only how it is cut:
- * a run advances its vtime by run * 100 / weight, so a nice-10 hog that ran
- * a whole 5 ms slice came back 47 ms of vtime ahead and then waited while
- * every task on its CPU used that up, turns about a second apart behind a
- * few hogs, where the starvation guard rescued it (soak_shares: 40-50
- * rescues in 30 s) and the default scheduler's turns were 0.3-0.4 s apart.
- * Cut to its weight, it waits about one nice-0 slice per hog on its CPU.
- * Tasks at or above nice 0 keep the whole slice.
+ * a run advances its vtime by run * 100 / weight, so a nice-10 hog that
+ * runs a whole 5 ms slice comes back 47 ms of vtime ahead and then waits
+ * while every task on its CPU uses that up: behind a few hogs its turns
+ * come so far apart that the starvation guard has to step in. Cut to its
+ * weight, it waits about one nice-0 slice per hog on its CPU
+ * (docs/decisions.md, "Light slices"). Tasks at or above nice 0 keep the
+ * whole slice.
  *
- * The core notices a used-up slice only at a tick (4 ms at HZ=250), so a
- * cut slice also arms the CPU's preemption timer (arm_preempt_timer()) for
- * its end; only light tasks pay for the timer. In the light_slice test the
- * nice-10 loop's runs averaged 1.1 ms with the timer, 4.0 ms with the cut
- * but no timer (a tick), and 3.8-7.8 ms with the whole 5 ms slice.
+ * The core notices a used-up slice only at a tick (every 4 ms at HZ=250,
+ * most of a default slice), so a cut slice also arms the CPU's preemption
+ * timer (arm_preempt_timer()) for its end; only light tasks pay for the
+ * timer.
  */
 static __always_inline u64 light_slice(u64 slice, u64 weight)
 {
@@ -65,11 +64,11 @@ static __always_inline u64 light_slice(u64 slice, u64 weight)
  * Not when nothing waits on the CPU: the cut only spaces out the turns of
  * the tasks that wait, and with none it buys a timer and a reschedule that
  * hands the CPU straight back. A task that changes its policy or nice level
- * all the time passes through ops.running() at each change: stress-ng
- * schedpolicy x2 (random nice levels, RT and deadline in turn) read 0.85x
- * of the default scheduler cutting every such run. A task queued later
- * meets a light task's fast-growing vtime at wakeup preemption, or at the
- * end of the whole slice in ops.dispatch(), which cuts it from then on.
+ * all the time passes through ops.running() at each change, and would pay
+ * for both each time (docs/decisions.md, "Light slices only where
+ * something waits"). A task queued later meets a light task's fast-growing
+ * vtime at wakeup preemption, or at the end of the whole slice in
+ * ops.dispatch(), which cuts it from then on.
  */
 static void cut_light_slice(struct task_struct *p, s32 cpu, u64 started)
 {
