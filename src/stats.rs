@@ -21,7 +21,7 @@ pub const NR_BRANCHES: usize = bpf_intf::fp_branch_idx_FP_NR_BRANCHES as usize;
 
 // STAT_NAMES, STAT_DESCS and BRANCH_NAMES, made by build.rs from the enums
 // in src/bpf/intf.h: adding a counter there is all it takes. BRANCH_HINTS,
-// from the FP_BRANCH() sites in src/bpf/main.bpf.c.
+// from the FP_BRANCH() sites in the sources under src/bpf/.
 include!(concat!(env!("OUT_DIR"), "/names.rs"));
 
 #[cfg_attr(not(feature = "branch-profile"), allow(dead_code))]
