@@ -636,7 +636,7 @@ mod tests {
             (bpf_intf::fp_stat_idx_FP_STAT_KEEP_PREV, "keep_prev"),
             (bpf_intf::fp_stat_idx_FP_STAT_PINNED, "pinned"),
             (bpf_intf::fp_stat_idx_FP_STAT_HOLD_REDIRECT, "hold_redirect"),
-            (bpf_intf::fp_stat_idx_FP_STAT_STARVE_KICK, "starve_kick"),
+            (bpf_intf::fp_stat_idx_FP_STAT_STARVE_RESCUE, "starve_rescue"),
             (bpf_intf::fp_stat_idx_FP_STAT_CGROUP_WEIGHT, "cgroup_weight"),
         ] {
             assert_eq!(STAT_NAMES[idx as usize], name);

@@ -95,9 +95,7 @@ test_attach_under_load() {
 		say "the starvation guard fired: $(grep 'starvation guard' "$SCHED_LOG" | head -n 2 | xargs)"
 		ok=1
 	}
-	kill -INT "$SCHED_PID"
-	wait_exit "$SCHED_PID" || { say "loader exited non-zero"; ok=1; }
-	SCHED_PID=
+	stop_sched || ok=1
 	say "totals: $(sample_summary)"
 	[ "$(counter_total starve_rescue)" -eq 0 ] || { say "starve_rescue moved"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1

@@ -59,11 +59,12 @@ static __always_inline struct fp_cgroup *cgroup_lookup(u64 cgid)
 }
 
 /*
- * @cg has just become active (nr_active went from 0): add its weight at its
- * parent, and activate the parent in turn if it was not. The root keeps no
+ * @cg has just become active (@dir 1: nr_active went from 0) or inactive
+ * (@dir -1: it went to 0): add or take away its weight at its parent, and
+ * carry on up while the parent changes state with it. The root keeps no
  * sums: its children's shares divide nothing above them.
  */
-static void cgroup_activate(struct fp_cgroup *cg)
+static void cgroup_propagate(struct fp_cgroup *cg, s32 dir)
 {
 	struct fp_cgroup *parent;
 	u32 i;
@@ -72,25 +73,8 @@ static void cgroup_activate(struct fp_cgroup *cg)
 		parent = cgroup_lookup(cg->parent);
 		if (!parent || !parent->parent)
 			return;
-		__sync_fetch_and_add(&parent->child_sum, cg->weight);
-		if (__sync_fetch_and_add(&parent->nr_active, 1) != 0)
-			return;
-		cg = parent;
-	}
-}
-
-/* @cg has just become inactive: the reverse of cgroup_activate(). */
-static void cgroup_deactivate(struct fp_cgroup *cg)
-{
-	struct fp_cgroup *parent;
-	u32 i;
-
-	bpf_for(i, 0, FP_CGROUP_DEPTH_MAX) {
-		parent = cgroup_lookup(cg->parent);
-		if (!parent || !parent->parent)
-			return;
-		__sync_fetch_and_sub(&parent->child_sum, cg->weight);
-		if (__sync_fetch_and_sub(&parent->nr_active, 1) != 1)
+		__sync_fetch_and_add(&parent->child_sum, (s64)dir * cg->weight);
+		if (__sync_fetch_and_add(&parent->nr_active, dir) != (dir > 0 ? 0 : 1))
 			return;
 		cg = parent;
 	}
@@ -110,7 +94,7 @@ static void cgroup_count_task(struct task_struct *p, struct task_ctx *tctx)
 	tctx->counted_w = p->scx.weight;
 	__sync_fetch_and_add(&cg->child_sum, tctx->counted_w);
 	if (__sync_fetch_and_add(&cg->nr_active, 1) == 0)
-		cgroup_activate(cg);
+		cgroup_propagate(cg, 1);
 }
 
 /* The task of @tctx blocked, or leaves its cgroup or sched_ext. */
@@ -127,7 +111,7 @@ static void cgroup_uncount_task(struct task_ctx *tctx)
 		return;
 	__sync_fetch_and_sub(&cg->child_sum, tctx->counted_w);
 	if (__sync_fetch_and_sub(&cg->nr_active, 1) == 1)
-		cgroup_deactivate(cg);
+		cgroup_propagate(cg, -1);
 }
 
 static void task_set_cgroup(struct task_ctx *tctx, struct cgroup *cgrp)

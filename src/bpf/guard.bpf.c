@@ -6,7 +6,7 @@
  * fairness alone cannot bound waits; the kernel's watchdog ejects a
  * scheduler that leaves a task runnable for FP_TIMEOUT_MS.
  *
- * Switch: none. Counters: starve_rescue, starve_kick. Tests: sleeper_storm,
+ * Switch: none. Counter: starve_rescue. Tests: sleeper_storm,
  * hog_storm, soak, attach_under_load.
  */
 
@@ -61,7 +61,6 @@ static void kick_for_rescued(struct task_struct *p)
 	if (idle < 0)
 		return;
 	scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
-	stat_inc(FP_STAT_STARVE_KICK);
 }
 
 /*

@@ -222,7 +222,6 @@ enum fp_stat_idx {
 	FP_STAT_LAG_HEAD_NEW,	/* a blocking task's lag was measured from its CPU's clock: the DSQ head was not the task it displaced (displaced_head) */
 	FP_STAT_KTHREAD_WAKE,	/* a waking kernel thread came back with more credit than FP_LAG_SLICES, lag it had earned */
 	FP_STAT_STARVE_RESCUE,	/* the guard moved a task that had waited FP_STARVE_MS to the rescue DSQ, which every CPU looks at first */
-	FP_STAT_STARVE_KICK,	/* ... and woke an idle CPU that may run it */
 	FP_STAT_RCU_FIRST,	/* a task preempted inside an RCU read-side section was queued first on its CPU */
 	FP_STAT_CGROUP_WEIGHT,	/* a cgroup's cpu.weight was set or changed */
 	FP_STAT_SLICE_SHORT,	/* a task was queued behind more than FP_DEEP_QUEUE with a shorter slice */
