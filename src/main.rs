@@ -14,6 +14,7 @@ mod stats;
 mod stats_server;
 mod stdout;
 mod tui;
+mod topology;
 mod tunables;
 
 use std::io::IsTerminal;

@@ -13,6 +13,7 @@ use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 
 use crate::bpf_intf;
+use crate::topology;
 use crate::bpf_skel::types::fp_tune as FpTune;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::cli::Opts;
@@ -75,25 +76,6 @@ fn tune_of(opts: &Opts) -> Result<FpTune> {
     tune_with(|field| opts.tun.tune_value(field))
 }
 
-/// Each possible CPU's last-level cache, numbered from 0 in the order the
-/// machine's topology lists the CPUs, and how many LLCs the online CPUs
-/// have. A CPU that is offline now shares an LLC with no other (the loader
-/// restarts when one comes online, and reads the topology again).
-fn cpu_llcs(nr_cpus: usize) -> Result<(Vec<u32>, usize)> {
-    let topo = scx_utils::Topology::new().context("failed to read the CPU topology")?;
-    let mut ids = std::collections::BTreeMap::new();
-    let llcs = (0..nr_cpus)
-        .map(|cpu| match topo.all_cpus.get(&cpu) {
-            Some(c) => {
-                let next = ids.len() as u32;
-                *ids.entry(c.llc_id).or_insert(next)
-            }
-            None => u32::MAX - cpu as u32,
-        })
-        .collect();
-    Ok((llcs, ids.len()))
-}
-
 impl<'obj> Scheduler<'obj> {
     /// Load and attach the scheduler. `None` when `stopping` was set while
     /// it loaded (the verifier takes seconds on a slow machine): a Ctrl-C
@@ -134,9 +116,14 @@ impl<'obj> Scheduler<'obj> {
             .context("BPF skeleton has no .rodata")?;
         rodata.idle_hold_ns = opts.tun.num(Id::IdleHoldUs) * 1000;
         rodata.compact_layout = opts.tun.on(Id::CompactLayout);
-        let (llcs, nr_llcs) = cpu_llcs(nr_cpus)?;
-        rodata.cpu_llc[..nr_cpus].copy_from_slice(&llcs);
-        rodata.multi_llc = nr_llcs > 1;
+        let layout = topology::layout(&topology::places(nr_cpus)?);
+        for (cpu, t) in layout.topo.iter().enumerate() {
+            rodata.topo_cpus[cpu] = layout.cpus[cpu];
+            rodata.cpu_topo[cpu].pos = t.pos;
+            rodata.cpu_topo[cpu].base = t.base;
+            rodata.cpu_topo[cpu].span = t.span;
+        }
+        let nr_llcs = layout.nr_llcs;
         let tune = skel
             .maps
             .data_tune_data

@@ -420,27 +420,6 @@ table! {
                 producer/consumer loads",
         }],
     },
-    LlcSteal => Tunable {
-        name: "llc-steal",
-        short: None,
-        kind: Kind::Mechanism,
-        tune: Some("llc_steal"),
-        help: "Steals prefer a task queued in the stealing CPU's LLC",
-        long_help: "On a machine with several last-level caches, a CPU with nothing \
-            queued takes a task queued in another LLC only when none in its own may \
-            run there, or the far one is further behind by more than a wakeup's \
-            sleeper credit and a slice. Ablated: it takes whichever is furthest \
-            behind. No effect with one LLC.",
-        bench: &[Variant {
-            name: "no-llc-steal",
-            value: None,
-            groups: "stress-nproc,stress-1,hackbench,tbench",
-            why: "steals prefer a task queued in the stealing CPU's LLC (machines with \
-                several LLCs only: the same as the default on one LLC, so it shows \
-                nothing in a guest whose vCPUs share one): loads that keep more tasks \
-                runnable than CPUs and idle now and then",
-        }],
-    },
     HogHysteresis => Tunable {
         name: "hog-hysteresis",
         short: None,

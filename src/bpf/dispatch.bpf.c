@@ -7,10 +7,10 @@
  * (pull); the CPU's own head; the head furthest behind elsewhere, in the
  * LLC first (steal); the running task again; a brief idle hold.
  *
- * Option: --pull-gran-us. Switches (ablations only): rt_rescue, llc_steal,
- * fast_yield. Counters: disp_cpu_dsq, disp_stolen, disp_stolen_far,
- * disp_pulled, steal_near_kept, keep_fair, keep_prev, rt_rescued,
- * yield_kept, yield_given. Tests: pull, rt_each_cpu, topology, fast_yield.
+ * Option: --pull-gran-us. Switches (ablations only): rt_rescue, fast_yield.
+ * Counters: disp_cpu_dsq, disp_stolen, disp_stolen_far, disp_pulled,
+ * keep_fair, keep_prev, rt_rescued, yield_kept, yield_given. Tests: pull,
+ * rt_each_cpu, topology, rebalance, fast_yield.
  */
 
 /*
@@ -27,56 +27,57 @@ static __always_inline bool head_behind(s32 c, s32 cpu, s64 *behind)
 	return true;
 }
 
+/* A floor for furthest_head() that every head passes. */
+#define FP_ANY_BEHIND	(-0x7fffffffffffffffLL - 1)
+
 /*
- * This CPU has nothing queued: take, among the other CPUs' DSQ heads that it
- * may run, the one furthest behind its own CPU's clock (the clocks of two
- * CPUs are not comparable, distances to them are). Every CPU is looked at,
- * so a task queued anywhere is seen by any CPU that goes idle, and a kick to
- * any idle CPU reaches it. Peeks are lockless; only the move takes a DSQ
- * lock.
- *
- * LLC first (llc_steal, machines with several LLCs): a head queued in
- * another LLC is taken only when no head in this CPU's LLC may run here, or
- * when it is further behind than the best of them by more than
- * FP_STEAL_FAR_SLICES: "behind" includes a wakee's sleeper credit, up to
- * FP_LAG_SLICES, which is not time spent waiting. A task moved across LLCs
- * finds its data in none of this CPU's caches; the kernel's own balancer
- * likewise moves tasks within an LLC first.
+ * Of the CPUs @from to @to - 1 of @cpu's scan order (cpu_near()), the one
+ * whose DSQ head @cpu may run and is furthest behind that CPU's clock, by
+ * more than @floor; -1 if none. The clocks of two CPUs are not comparable,
+ * distances to them are. Peeks are lockless; only the caller's move takes
+ * a DSQ lock. A global function, verified once (see cpu_near()).
+ */
+__noinline s32 furthest_head(s32 cpu, u32 from, u32 to, s64 floor)
+{
+	s32 c, best_cpu = -1;
+	s64 behind;
+	u32 i;
+
+	bpf_for(i, from, to) {
+		c = cpu_near(cpu, i);
+		if (!head_behind(c, cpu, &behind) || behind <= floor)
+			continue;
+		floor = behind;
+		best_cpu = c;
+	}
+	return best_cpu;
+}
+
+/*
+ * This CPU has nothing queued: take the head furthest behind in its LLC,
+ * else in its node, else anywhere. So a dispatch on a machine whose LLCs
+ * all have work looks at the LLC, whatever the machine's size, and a CPU
+ * whose LLC has run dry looks further before it idles: a task queued
+ * anywhere is seen by any CPU that goes idle, and a kick to any idle CPU
+ * reaches it. A task moved across LLCs finds its data in none of this
+ * CPU's caches; the kernel's own balancer likewise moves tasks within an
+ * LLC first.
  */
 static bool steal(s32 cpu)
 {
-	s64 behind, best = 0, best_far = 0;
-	s32 c, best_cpu = -1, far_cpu = -1;
-	bool llc_first = multi_llc && tune.llc_steal;
-	u32 i, llc = 0;
+	u32 llc = topo_span(cpu, FP_TOPO_LLC), node = topo_span(cpu, FP_TOPO_NODE);
+	s32 c = furthest_head(cpu, 1, llc, FP_ANY_BEHIND);
+	bool far = false;
 
-	if (multi_llc)
-		llc = llc_of(cpu);
-	bpf_for(i, 1, nr_cpu_ids) {
-		c = cpu_after(cpu, i);
-		if (!head_behind(c, cpu, &behind))
-			continue;
-		if (llc_first && llc_of(c) != llc) {
-			if (far_cpu < 0 || behind > best_far) {
-				best_far = behind;
-				far_cpu = c;
-			}
-			continue;
-		}
-		if (best_cpu < 0 || behind > best) {
-			best = behind;
-			best_cpu = c;
-		}
+	if (c < 0) {
+		far = true;
+		c = furthest_head(cpu, llc, node, FP_ANY_BEHIND);
+		if (c < 0)
+			c = furthest_head(cpu, node, nr_cpu_ids, FP_ANY_BEHIND);
 	}
-	if (far_cpu >= 0) {
-		if (best_cpu < 0 || best_far - best > (s64)(FP_STEAL_FAR_SLICES * tune.slice_ns))
-			best_cpu = far_cpu;
-		else if (best_far > best)
-			stat_inc(FP_STAT_STEAL_NEAR_KEPT);
-	}
-	if (best_cpu >= 0 && scx_bpf_dsq_move_to_local(best_cpu, 0)) {
+	if (c >= 0 && scx_bpf_dsq_move_to_local(c, 0)) {
 		stat_inc(FP_STAT_DISP_STOLEN);
-		if (multi_llc && llc_of(best_cpu) != llc)
+		if (far)
 			stat_inc(FP_STAT_DISP_STOLEN_FAR);
 		return true;
 	}
@@ -98,25 +99,11 @@ static bool steal(s32 cpu)
  */
 static bool pull(s32 cpu, struct task_struct *head)
 {
-	s64 behind, best = (s64)(cpu_vmin(cpu) - head->scx.dsq_vtime) +
-			   (s64)tune.pull_gran_ns;
-	s32 c, best_cpu = -1;
-	u32 i, llc = 0;
+	s64 own = (s64)(cpu_vmin(cpu) - head->scx.dsq_vtime);
+	s32 c = furthest_head(cpu, 1, topo_span(cpu, FP_TOPO_LLC),
+			      own + (s64)tune.pull_gran_ns);
 
-	if (multi_llc)
-		llc = llc_of(cpu);
-	bpf_for(i, 1, nr_cpu_ids) {
-		c = cpu_after(cpu, i);
-		if (multi_llc && llc_of(c) != llc)
-			continue;
-		if (!head_behind(c, cpu, &behind))
-			continue;
-		if (behind > best) {
-			best = behind;
-			best_cpu = c;
-		}
-	}
-	if (best_cpu >= 0 && scx_bpf_dsq_move_to_local(best_cpu, 0)) {
+	if (c >= 0 && scx_bpf_dsq_move_to_local(c, 0)) {
 		stat_inc(FP_STAT_DISP_PULLED);
 		return true;
 	}
@@ -130,11 +117,11 @@ static bool pull(s32 cpu, struct task_struct *head)
  * that found no better CPU, or what the RT task preempted once the server
  * has run it) waits for the server or for another CPU to run dry, and gets
  * a small fraction of its share (docs/decisions.md, "RT rescue"). Take the
- * head of the first of the next few CPUs that is held so and has something
- * queued, before this CPU's own head: it waited behind a task of a higher
- * class, which no vtime accounts for. Not when this CPU is held itself
- * (its ext server is running: its own queue first). Each held CPU is
- * watched by the FP_AWAY_SCAN - 1 CPUs before it.
+ * head of the first of the nearest few CPUs (cpu_near()) that is held so
+ * and has something queued, before this CPU's own head: it waited behind a
+ * task of a higher class, which no vtime accounts for. Not when this CPU
+ * is held itself (its ext server is running: its own queue first). Each
+ * held CPU is watched by the FP_NEAR_SCAN - 1 CPUs nearest it.
  *
  * It moves a task counted on the held CPU's runqueue, as steal() does: the
  * move takes it off that CPU's count, so the held CPU's ext server does not
@@ -142,14 +129,14 @@ static bool pull(s32 cpu, struct task_struct *head)
  */
 static bool rescue_from_rt(s32 cpu)
 {
-	u32 i, n = nr_cpu_ids < FP_AWAY_SCAN ? nr_cpu_ids : FP_AWAY_SCAN;
+	u32 i, n = near_scan_end();
 	struct task_struct *head;
 	s32 c;
 
 	if (!READ_ONCE(cpu_ctx(cpu)->curr_busy) && rt_holds(cpu))
 		return false;
 	bpf_for(i, 1, n) {
-		c = (cpu + i) % nr_cpu_ids;
+		c = cpu_near(cpu, i);
 		/*
 		 * Cheapest test first: a busy CPU's line 0 is read by every
 		 * wakeup anyway, its DSQ and its task are not.

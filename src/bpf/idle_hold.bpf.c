@@ -36,16 +36,17 @@ static void redirect_to_holder(struct task_struct *p, s32 cpu, s32 this_cpu)
 
 /*
  * No CPU is idle: a holding CPU is the next best thing, but the kernel's idle
- * tracking cannot see it (it has not gone idle). Look at a few CPUs after
- * @prev_cpu; this only runs when the idle search already came up empty.
+ * tracking cannot see it (it has not gone idle). Look at the CPUs nearest
+ * @prev_cpu (cpu_near()); this only runs when the idle search already came
+ * up empty.
  */
 static s32 find_holder(struct task_struct *p, s32 prev_cpu, s32 this_cpu)
 {
-	u32 i, n = nr_cpu_ids < FP_HOLD_SCAN ? nr_cpu_ids : FP_HOLD_SCAN;
+	u32 i, n = near_scan_end();
 	s32 cpu;
 
 	bpf_for(i, 1, n) {
-		cpu = (prev_cpu + i) % nr_cpu_ids;
+		cpu = cpu_near(prev_cpu, i);
 		if (can_redirect(p, cpu, this_cpu))
 			return cpu;
 	}

@@ -9,6 +9,7 @@
 
 #ifndef __VMLINUX_H__
 typedef unsigned char u8;
+typedef unsigned short u16;
 typedef unsigned int u32;
 typedef int s32;
 typedef unsigned long long u64;
@@ -62,13 +63,14 @@ enum fp_consts {
 	FP_LAG_SLICES		= 2,
 	FP_KTHREAD_LAG_SLICES	= 4,
 	/*
-	 * LLC-first steals: a task queued in another LLC is taken over one
-	 * in the stealing CPU's own only when it is further behind by more
-	 * than this many slices: more than any sleeper credit explains, by a
-	 * slice, so that credit alone never moves a task across LLCs
-	 * (docs/decisions.md, "LLC-first steals").
+	 * Levels of the topology that CPU scans follow (cpu_near()): the
+	 * core (SMT siblings), the LLC, the NUMA node; the machine is the
+	 * level above them all.
 	 */
-	FP_STEAL_FAR_SLICES	= FP_LAG_SLICES + 1,
+	FP_TOPO_CORE		= 0,
+	FP_TOPO_LLC		= 1,
+	FP_TOPO_NODE		= 2,
+	FP_TOPO_LEVELS		= 3,
 
 	/*
 	 * Starvation guard: every FP_GUARD_MS each CPU looks through its DSQ
@@ -93,15 +95,17 @@ enum fp_consts {
 	FP_DEEP_QUEUE		= 64,
 	FP_SLICE_DIV_MAX	= 16,
 
-	/* CPUs a wakeup looks at for a holder when none is idle. */
-	FP_HOLD_SCAN		= 8,
-
 	/*
 	 * Wake away: a waker keeps running if its last FP_AWAY_RUNS runs all
-	 * ended with it still runnable; CPUs looked at for its wakee.
+	 * ended with it still runnable.
 	 */
 	FP_AWAY_RUNS		= 4,
-	FP_AWAY_SCAN		= 8,
+	/*
+	 * The scans that look for one CPU (a holder, a CPU to send a wakee
+	 * to, an RT-held CPU to rescue from) look at this many CPUs of the
+	 * scan order, the CPU itself included: its nearest neighbours.
+	 */
+	FP_NEAR_SCAN		= 8,
 
 	/* --wakeup-gran-us range. */
 	FP_WAKEUP_GRAN_US_MAX	= 100000,
@@ -133,6 +137,18 @@ struct fp_rescue {
 };
 
 /*
+ * A CPU's place in the scan order (cpu_near()): topo_cpus lists every CPU
+ * id grouped by node, then LLC, then core, and each level's CPUs around
+ * this one are the block topo_cpus[base[level] .. base[level] + span[level]).
+ * pos is this CPU's own index there. Filled by the loader before load.
+ */
+struct fp_topo {
+	u16 pos;
+	u16 base[FP_TOPO_LEVELS];
+	u16 span[FP_TOPO_LEVELS];
+};
+
+/*
  * The tunables a running instance can change without reloading
  * (scx_fastpath set KEY=VALUE): the BPF side reads them at every use from
  * its .data.tune map, which the loader writes before load and on request.
@@ -158,7 +174,6 @@ struct fp_tune {
 	u8 wake_local;
 	u8 rcu_first;
 	u8 hog_hysteresis;
-	u8 llc_steal;
 	u8 light_slice;
 };
 
@@ -198,7 +213,6 @@ enum fp_stat_idx {
 	FP_STAT_DISP_STOLEN,	/* the CPU took the head of another CPU's DSQ */
 	FP_STAT_DISP_STOLEN_FAR,	/* ... of a CPU in another LLC (machines with several LLCs) */
 	FP_STAT_DISP_PULLED,	/* with --pull-gran-us: the CPU took another CPU's DSQ head over its own, further behind by more than that */
-	FP_STAT_STEAL_NEAR_KEPT,	/* with llc_steal: a steal took a head in its own LLC over another LLC's further behind, but by at most FP_STEAL_FAR_SLICES (machines with several LLCs) */
 	FP_STAT_KEEP_PREV,	/* nothing else waited: the running task got another slice */
 	FP_STAT_KEEP_FAIR,	/* the running task is still behind the DSQ head in vtime: it went on */
 

@@ -25,7 +25,7 @@ static bool can_take_away(struct task_struct *p, s32 cpu)
 
 static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 wake_flags)
 {
-	u32 i, n = nr_cpu_ids < FP_AWAY_SCAN ? nr_cpu_ids : FP_AWAY_SCAN;
+	u32 i, n = near_scan_end();
 	struct fp_cpu *here = cpu_ctx(this_cpu);
 	s32 cpu, queued, fewest, best = -1;
 
@@ -36,7 +36,7 @@ static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 
 
 	fewest = scx_bpf_dsq_nr_queued(this_cpu);
 	bpf_for(i, 1, n) {
-		cpu = (this_cpu + i) % nr_cpu_ids;
+		cpu = cpu_near(this_cpu, i);
 		if (!can_take_away(p, cpu))
 			continue;
 		queued = scx_bpf_dsq_nr_queued(cpu);
@@ -54,9 +54,10 @@ static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 
  * deadline), which took it from us or from idle. A wakee queued there waits
  * until another CPU finds nothing of its own to run and steals it, or for
  * the kernel's ext server, 50 ms a second (docs/decisions.md, "RT away").
- * Return the first CPU after @prev_cpu that runs one of ours, where it
- * takes its turn by vtime, or -1. Returned by ops.select_cpu(), so the task
- * is counted on the CPU whose DSQ it waits on (see enqueue_on_cpu()).
+ * Return the CPU nearest @prev_cpu (cpu_near()) that runs one of ours,
+ * where it takes its turn by vtime, or -1. Returned by ops.select_cpu(), so
+ * the task is counted on the CPU whose DSQ it waits on (see
+ * enqueue_on_cpu()).
  *
  * Not busy is not enough: a CPU between two of our tasks, or one that an
  * earlier wakeup of the same timer interrupt has just claimed out of idle,
@@ -67,14 +68,14 @@ static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 
  */
 static s32 rt_away_cpu(struct task_struct *p, s32 prev_cpu)
 {
-	u32 i, n = nr_cpu_ids < FP_AWAY_SCAN ? nr_cpu_ids : FP_AWAY_SCAN;
+	u32 i, n = near_scan_end();
 	s32 cpu;
 
 	if (READ_ONCE(cpu_ctx(prev_cpu)->curr_busy) ||
 	    !bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) || !rt_holds(prev_cpu))
 		return -1;
 	bpf_for(i, 1, n) {
-		cpu = (prev_cpu + i) % nr_cpu_ids;
+		cpu = cpu_near(prev_cpu, i);
 		if (can_take_away(p, cpu))
 			return cpu;
 	}
