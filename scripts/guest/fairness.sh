@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# Area: Weighted fairness
 # Tests of weighted fairness (sourced by integration.sh, which defines
 # NCPU, CG, WEIGHT_CPU and WEIGHT_SECS and sources lib.sh, which has
 # spinner, in_cgroup and share_close): nice levels and cgroup cpu.weight
@@ -42,6 +43,15 @@ measure_weights() {
 	done
 }
 
+# Shows: nice levels and cgroup cpu.weight split a CPU as the default
+# scheduler splits it: two busy loops pinned to one CPU for 5 s
+# (WEIGHT_SECS), under the default scheduler and then under scx_fastpath:
+# nice 0 against 19, -20 against 0, 0 against 5, two cgroups at
+# `cpu.weight` 100 and 300, and a default-weight child of the 300 cgroup
+# against the 100 one.
+# Fails: a share of the second loop is off the default's by more than 20%
+# (relative) or 1 point, whichever is larger, or the scheduler was not
+# given the cgroup weight (`cgroup_weight`).
 test_weights() {
 	local m ok=0 i c name def=() fp=()
 	local -a shares
@@ -141,14 +151,18 @@ share_near() {
 	}'
 }
 
-# cgroup weights follow the hierarchy: a cgroup's share of a CPU is its
-# cpu.weight among its active siblings, however many tasks it and they
-# hold. Each case runs busy loops in cgroups on one CPU, under the default
-# scheduler and then scx_fastpath, and the first group's CPU time over wall
-# time must be within 20% (relative) or 1 point of the default's, or of the
-# share the weights define. It fails where weights follow task counts (a
-# task's weight times its cgroups' cpu.weight: the lone hog of the first
-# case then gets 1%, against 9.1%).
+# Shows: cgroup weights follow the hierarchy: a cgroup's share of a CPU is
+# its cpu.weight among its active siblings, however many tasks it and they
+# hold. Busy loops in cgroups on one CPU for 5 s a case, under the default
+# scheduler and then scx_fastpath: one hog at `cpu.weight` 100 against ten
+# at 1000 (the weights give it 9.1%), one hog against five in a child of
+# an equal-weight sibling (50%), and a 1-task `system.slice` against a
+# 4-task `user.slice` three levels down (50%); prints both references.
+# Fails: the first group's CPU time over wall time is off both the
+# default's and the weights' share by more than 20% (relative) or 1 point:
+# cgroup shares that follow task counts (a task's weight times its
+# cgroups' cpu.weight: the lone hog of the first case then gets about 1%,
+# against 9.1%).
 test_cgroup_hierarchy() {
 	local m ok=0 c name made g def=() fp=() want i
 	m=$(dmesg_mark)
@@ -218,14 +232,17 @@ wakee_shares() {
 	}'
 }
 
-# Each group's share must be within the weights rule of the default's,
-# default and fastpath measured twice each, alternately; the fastpath runs'
-# head lag counters are printed. Head lag as it was before displaced_head
-# fails it: the pipe pair got 24.2% against the default's 15.4%, and with
-# same_head (the step between, since folded into displaced_head)
-# 17.9-18.7% against 15.2-15.5%, 3 runs of 7 passing (docs/decisions.md,
-# "Displaced head, same head and earned lag"). WAKEE_SHARE_ARGS passes
-# flags to scx_fastpath.
+# Shows: a nice -5 busy loop, two nice-0 ones and a stress-ng pipe pair on
+# one CPU for 10 s (wakee_shares), default and scx_fastpath measured twice
+# each, alternately; each group's share of the CPU's busy time against the
+# default's; prints the fastpath runs' head lag counters.
+# WAKEE_SHARE_ARGS passes flags to scx_fastpath.
+# Fails: a group's share is off the default's by the `weights` rule (a
+# wakee credited with another task's lead gets too much). Head lag as it
+# was before displaced_head fails it: the pipe pair got 24.2% against the
+# default's 15.4%, and with same_head (the step between, since folded into
+# displaced_head) 17.9-18.7% against 15.2-15.5%, 3 runs of 7 passing
+# (docs/decisions.md, "Displaced head, same head and earned lag").
 test_wakee_share() {
 	local m ok=0 r d f names=("nice -5 loop" "two nice-0 loops" "the rest (pipe pair)")
 	local -a def fp cnt

@@ -1,10 +1,15 @@
 # shellcheck shell=bash
+# Area: Fast paths
 # Tests of the fast paths and placement (sourced by integration.sh, which
 # defines NCPU and sources lib.sh): each test runs a workload built to take
 # the path, once with the fast path on (its counter must move) and once
 # switched off (it must stay at zero, or the path's ablation counter must
 # move instead).
 
+# Shows: pinned execl and fork/exec loops (300 each, on CPU 0) move
+# `pinned`: 600 pinned tasks run and each is enqueued at least once; with
+# --ablate pinned-fastpath it stays 0.
+# Fails: it stays 0 (or under 600), or moves with the path off.
 test_pinned_path() {
 	local m on off migdis ok=0
 	m=$(dmesg_mark)
@@ -36,6 +41,11 @@ pipe_beside_hogs() {
 	wait "$hogs"
 }
 
+# Shows: perf bench sched pipe moves `wake_prev_idle` (an idle previous CPU
+# claimed directly), `wake_no_scan`, `wake_no_kick`; beside a busy loop per
+# CPU `wake_none_idle` moves (the kernel's idle search skipped); with
+# --ablate cheap-wakeup all four stay 0.
+# Fails: a counter stays 0, or moves with the path off.
 test_cheap_wakeup() {
 	local m ok=0 sum_on sum_off
 	m=$(dmesg_mark)
@@ -58,6 +68,11 @@ test_cheap_wakeup() {
 	return $ok
 }
 
+# Shows: a pipe ping-pong with `--idle-hold-us 1000` catches work
+# (`hold_caught`) and redirects wakeups to a holder (`hold_redirect`);
+# with `--idle-hold-us 0` no hold starts and none is redirected.
+# Fails: no hold catches, no wakeup is redirected, or a hold starts (or a
+# wakeup is redirected) with the window at 0.
 test_idle_hold() {
 	local m ok=0
 	m=$(dmesg_mark)
@@ -78,8 +93,12 @@ test_idle_hold() {
 
 layout_workload() { stress-ng --temp-path "$WORK" --switch "$NCPU" --timeout 5s --quiet; }
 
-# Fast path 4's counter layout decides where the counters go (per-CPU
-# lines or one shared array): they count either way.
+# Shows: fast path 4's counter layout decides where the counters go
+# (per-CPU lines or one shared array): they count either way;
+# `disp_cpu_dsq` moves with the per-CPU layout and with the shared array
+# (--ablate compact-layout, which the config then names).
+# Fails: they stay 0 under one of the two, or the config does not name
+# the switch.
 test_compact_layout() {
 	local m ok=0 on off layout
 	m=$(dmesg_mark)
@@ -104,10 +123,13 @@ switch_workload() {
 		awk '$4 == "switch" {print $(NF - 1)}' | head -n 1
 }
 
-# Wake local (the default): most of the ping-pong's wakees go to CPU 0's
-# local DSQ, more than ops.dispatch() moves from its DSQ (disp_cpu_dsq,
-# the move it saves); with --ablate wake-local wake_local cannot move, and
-# the wakees go through the DSQ.
+# Shows: wake local (the default): a pipe ping-pong on CPU 0 (stress-ng
+# switch); most of its wakees go to CPU 0's local DSQ: `wake_local` moves
+# more than `disp_cpu_dsq` (what ops.dispatch() moves from its DSQ, the
+# move it saves); with --ablate wake-local wake_local cannot move, and the
+# wakees go through the DSQ. Both runs' ops/s are printed.
+# Fails: the wakees go through the DSQ by default, wake_local moves with
+# the switch off, or no wakee goes through the DSQ then.
 test_wake_local() {
 	local m ok=0 wl moved
 	m=$(dmesg_mark)
@@ -132,11 +154,13 @@ yield_workload() {
 		awk '$4 == "yield" {print $(NF - 1)}' | head -n 1
 }
 
-# Fast yield (the default): a yield with nothing queued on the CPU just
-# goes on (yield_kept); with something queued the yielder gives its slice up
-# (yield_given). stress-ng yield has both, as its yielders move between the
-# CPUs. With --ablate fast-yield every yield gives its slice up: yield_kept
-# cannot move, and yield_given counts them all.
+# Shows: fast yield (the default): a yield with nothing queued on the CPU
+# just goes on (`yield_kept`); with something queued the yielder gives its
+# slice up (`yield_given`). stress-ng yield has both, as its yielders move
+# between the CPUs. With --ablate fast-yield every yield gives its slice
+# up: yield_kept stays 0, and yield_given counts every yield.
+# Fails: the shortcut is not taken, or is taken when off, or no yield is
+# counted when off.
 test_fast_yield() {
 	local m ok=0 kept given
 	m=$(dmesg_mark)
@@ -160,12 +184,14 @@ tee_workload() {
 		awk '$4 == "tee" {print $(NF - 1)}' | head -n 1
 }
 
-# Pull (the default, --pull-gran-us): a CPU about to run its own DSQ's
-# head takes another CPU's instead when that one is further behind by more
-# than the granularity. tee's stages queue behind each other per CPU, so
-# by default disp_pulled moves; with --pull-gran-us 0 nothing else counts
-# it, so it stays 0. Both runs' ops/s are reported, not asserted (a
-# benchmark's job: docs/decisions.md, "Pull").
+# Shows: pull (the default, --pull-gran-us): a CPU about to run its own
+# DSQ's head takes another CPU's instead when that one is further behind
+# by more than the granularity. stress-ng tee x2's stages queue behind
+# each other per CPU, so by default `disp_pulled` moves; with
+# `--pull-gran-us 0` nothing else counts it, so it stays 0. Both runs'
+# ops/s are printed, not asserted (a benchmark's job: docs/decisions.md,
+# "Pull").
+# Fails: the counter does not follow the option.
 test_pull() {
 	local m ok=0 pulled
 	m=$(dmesg_mark)
@@ -189,6 +215,11 @@ futex_workload() {
 		awk '$4 == "futex" {print $(NF - 1)}' | head -n 1
 }
 
+# Shows: stress-ng futex with 2 x nproc instances (a waker and a waiter
+# each, so the waiter's wakeups find no idle CPU) moves `wake_away` (a
+# wakee sent beside its waker); with --ablate wake-away it stays 0; both
+# runs' ops/s are printed.
+# Fails: the counter does not follow the switch, or the guest has one CPU.
 test_wake_away() {
 	local m ok=0 on off
 	m=$(dmesg_mark)
@@ -205,14 +236,9 @@ test_wake_away() {
 	return $ok
 }
 
-# RCU readers first: CPU hogs, and tasks that spend their time in the
-# kernel under rcu_read_lock() (procfs reads walk the task list and file
-# tables under it, getdents too), so that some slices end inside a read-side
-# section. Only a task preempted inside one moves rcu_first; with
-# --ablate rcu-first it cannot move. Busy loops alone are preempted in user
-# mode, outside any section: there it must stay rare (under 5% of the
-# re-queued tasks), or the check counts something else, such as the
-# trampoline's own rcu_read_lock() that a first version counted.
+# CPU hogs, and tasks that spend their time in the kernel under
+# rcu_read_lock() (procfs reads walk the task list and file tables under
+# it, getdents too), so that some slices end inside a read-side section.
 rcu_workload() {
 	stress-ng --temp-path "$WORK" --cpu $((2 * NCPU)) --procfs "$NCPU" --getdent "$NCPU" \
 		--timeout 8s --quiet
@@ -222,6 +248,14 @@ rcu_hogs_only() {
 	stress-ng --temp-path "$WORK" --cpu $((2 * NCPU)) --timeout 8s --quiet
 }
 
+# Shows: RCU readers first: CPU hogs with procfs and getdents readers
+# (rcu_workload) move `rcu_first`: only a task preempted inside a
+# read-side section moves it; with --ablate rcu-first it cannot move. Busy
+# loops alone are preempted in user mode, outside any section: under the
+# hogs alone it stays rare, under 5% of `enq_queued` (the re-queued tasks).
+# Fails: readers are not found, or the check counts something else, such
+# as the trampoline's own rcu_read_lock() (its own RCU level) that a first
+# version counted.
 test_rcu_first() {
 	local m ok=0 first queued
 	m=$(dmesg_mark)

@@ -1,11 +1,13 @@
 # shellcheck shell=bash
+# Area: Fault cases
 # Fault cases (sourced by integration.sh, which defines NCPU and CG and
 # sources lib.sh; scripts/test --faults runs them with the default set).
 # Each prints what it observed; each fails on an ejection, a kernel error,
 # or a scheduler that is not attached when it should be.
 
-# The last CPU offline and online again HOTPLUG_CYCLES times under CPU
-# load; the loader restarts each time and ends attached.
+# Shows: the last CPU offline and online again 20 times (HOTPLUG_CYCLES)
+# under CPU load: the loader restarts each time and ends attached.
+# Fails: it exits or ends detached, or restarts fewer times.
 test_hotplug_loop() {
 	local m cpu=$((NCPU - 1)) i want n cycles=${HOTPLUG_CYCLES:-20} hog ok=0
 	m=$(dmesg_mark)
@@ -36,9 +38,11 @@ test_hotplug_loop() {
 	return $ok
 }
 
-# sysrq-S, the kernel's own "disable sched_ext", under load: the kernel
-# falls back to its default scheduler, the loader exits and says why, and a
-# new start attaches again.
+# Shows: sysrq-S, the kernel's own "disable sched_ext", under load: the
+# kernel falls back to its default scheduler, the loader reports the
+# kernel's reason (`EXIT: ... sysrq`) and exits 1; a new start attaches
+# again.
+# Fails: no reason, another status, or no restart.
 test_sysrq_disable() {
 	local m hog rc ok=0 sysrq
 	m=$(dmesg_mark)
@@ -70,9 +74,12 @@ test_sysrq_disable() {
 	return $ok
 }
 
-# The loader stopped (SIGSTOP) for STOP_SECS under load: the BPF scheduler
-# goes on scheduling (a sleeper's worst wait stays small), and after
-# SIGCONT the loader prints stats again and stops cleanly.
+# Shows: the loader stopped (SIGSTOP) for 20 s (STOP_SECS) under load: the
+# BPF scheduler goes on scheduling (tasks are still scheduled: a sleeper's
+# worst wait stays under a second), and after SIGCONT the loader prints
+# stats again and stops cleanly.
+# Fails: the BPF scheduler depended on the loader: an ejection, a sleeper
+# kept off the CPU for a second, or no stats after SIGCONT.
 test_sigstop() {
 	local m ok=0 hog probe before after secs=${STOP_SECS:-20}
 	m=$(dmesg_mark)
@@ -97,8 +104,11 @@ test_sigstop() {
 	return $ok
 }
 
-# cgroups created with random cpu.weight, hogs moved between them, and the
-# cgroups removed, for CHURN_SECS under load.
+# Shows: cgroups made with random cpu.weight, hogs moved between them, and
+# the cgroups removed, for 20 s (CHURN_SECS) under load, from a cgroup of
+# its own at weight 10,000; every weight set reaches the scheduler.
+# Fails: an ejection, it cannot reach its removal step, or fewer weights
+# reached the scheduler (`cgroup_weight`) than were set.
 test_cgroup_churn() {
 	local m ok=0 hog end i=0 r=0 g p pids t0
 	m=$(dmesg_mark)
@@ -153,8 +163,10 @@ test_cgroup_churn() {
 	return $ok
 }
 
-# Many tasks: 10,000 threads created and exiting, then a fork bomb by an
-# unprivileged user bounded by RLIMIT_NPROC, each under the scheduler.
+# Shows: many tasks: 10,000 threads created and exiting, then a fork bomb
+# by an unprivileged user bounded by RLIMIT_NPROC (`ulimit -u 300`) in a
+# cgroup of its own, ended with `cgroup.kill`, each under the scheduler.
+# Fails: an ejection, fewer threads, or any of the bomb left running.
 test_many_tasks() {
 	local m ok=0 t0 n
 	m=$(dmesg_mark)

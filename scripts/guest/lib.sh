@@ -280,9 +280,6 @@ summary() {
 # These read NCPU, WEIGHT_CPU, WEIGHT_SECS and CG, which integration.sh
 # defines.
 
-# CPU hogs 2 x nproc, a hog pinned to every CPU, fork and exec churn, and a
-# sleeper that measures how long it waits to run: the scheduler must stay
-# attached, keep every task running, and its counters must move.
 # For $1 seconds, sleep 0.5 s at a time with bash builtins only (no fork or
 # exec to be slowed down by the load) and print the longest gap between
 # wakeups beyond the 0.5 s asked for, in ms: how long the sleeper waited to

@@ -1,17 +1,24 @@
 # shellcheck shell=bash
+# Area: Lifecycle and signals
 # Tests of the loader's life (sourced by integration.sh, which defines NCPU
 # and sources lib.sh): the verifier's cost, attaching, stopping on each
 # signal, restarting after CPU hotplug, its errors, and the systemd unit's
 # capabilities.
 
-# The verifier's instruction count per BPF program against the committed
-# baseline (scripts/guest/verifier.sh says how to update it): first, so
-# that a rise is reported before the slow tests.
+# Shows: the BPF verifier's instruction count per BPF program
+# (scripts/guest/verifier.sh, which says how to update the baseline)
+# against the committed baseline, scripts/verifier-baseline.tsv; first in
+# the default set, so that a rise is reported before the slow tests.
+# Fails: a program's count rose more than 20% over the baseline, or a
+# program has no baseline.
 test_verifier() {
 	# shellcheck disable=SC2154 # here: integration.sh's directory
 	"$here/verifier.sh"
 }
 
+# Shows: from state `disabled`, `/sys/kernel/sched_ext/state` becomes
+# `enabled` and `root/ops` names fastpath; a stats sample comes within 3 s.
+# Fails: it does not attach, or no stats sample comes.
 test_attach() {
 	local m
 	m=$(dmesg_mark)
@@ -47,12 +54,17 @@ stop_with() {
 	check_no_kernel_errors "$m"
 }
 
+# Shows: SIGINT: the loader detaches within 2 s, exit 0, state `disabled`.
+# Fails: it hangs, exits non-zero, or leaves the scheduler attached.
 test_sigint() { stop_with INT; }
 
-# Ctrl-C while the scheduler loads (the verifier takes seconds in this
-# guest): the loader must exit 0 without ever attaching it. A loader that
-# attaches anyway and detaches at its first look at the signal passes
-# sigint but fails here: the kernel logs the scheduler enabled.
+# Shows: Ctrl-C (SIGINT) while the scheduler loads (the verifier takes
+# seconds in this guest; the signal comes as soon as the loader's handler
+# is installed): the loader exits 0 without ever attaching it, says "not
+# attaching", and the kernel log never says the scheduler was enabled.
+# Fails: the scheduler attaches and detaches: a loader that attaches anyway
+# and detaches at its first look at the signal passes sigint but fails
+# here, as the kernel logs the scheduler enabled.
 test_sigint_loading() {
 	local m rc i caught ms t0 t1
 	m=$(dmesg_mark)
@@ -88,10 +100,14 @@ test_sigint_loading() {
 	check_no_kernel_errors "$m"
 }
 
+# Shows: SIGTERM: the loader detaches within 2 s, exit 0, state `disabled`.
+# Fails: it hangs, exits non-zero, or leaves the scheduler attached.
 test_sigterm() { stop_with TERM; }
 
-# A loader killed outright cannot clean up: the kernel must detach the
-# scheduler when the last reference to its struct_ops link goes away.
+# Shows: a loader killed outright (SIGKILL) cannot clean up: the kernel
+# detaches the scheduler when the last reference to its struct_ops link
+# goes away, and falls back to its default scheduler.
+# Fails: state stays `enabled` 5 s after the SIGKILL.
 test_sigkill() {
 	local m
 	m=$(dmesg_mark)
@@ -108,8 +124,10 @@ test_sigkill() {
 	check_no_kernel_errors "$m"
 }
 
-# Taking a CPU offline (and back) makes the kernel eject the scheduler with
-# a restart request; the loader must come back by itself each time.
+# Shows: taking the last CPU (CPU 1 of 2) offline and back makes the kernel
+# eject the scheduler with a restart request; the loader restarts itself
+# each time.
+# Fails: it exits or ends detached, or logs fewer than two restarts.
 test_hotplug() {
 	local m cpu=$((NCPU - 1)) n
 	m=$(dmesg_mark)
@@ -133,7 +151,11 @@ test_hotplug() {
 	check_no_kernel_errors "$m"
 }
 
-# Bad input gets one clear line and a non-zero exit.
+# Shows: bad input gets one clear line and a non-zero exit: a second
+# instance names the first ("already running: fastpath"; exit 3); non-root
+# (uid 65534: "must run as root") and out-of-range values (`--slice-us 0`)
+# fail with one line; the state stays `disabled`.
+# Fails: more lines, a panic, another status.
 test_errors() {
 	local out rc ok=0
 	start_sched || return 1
@@ -158,9 +180,11 @@ test_errors() {
 	return $ok
 }
 
-# A stats reader that goes away (`scx_fastpath --stats 1 | head -n 2`): the
-# loader's next write fails. It must detach, say why in one line and exit 1,
-# not panic (println! does, on EPIPE: exit 101 and a panic trace).
+# Shows: a stats reader that goes away (`scx_fastpath --stats 0.5 | head -n 2`):
+# the loader's next write fails; once the reader has gone, the loader
+# detaches, says why in one line and exits 1.
+# Fails: it panics (a closed pipe: println! does, on EPIPE: exit 101 and a
+# panic trace), exits otherwise, or stays attached.
 test_stats_reader_gone() {
 	local m rc err=$WORK/reader-gone.err status=$WORK/reader-gone.rc lines
 	m=$(dmesg_mark)
@@ -189,9 +213,11 @@ test_stats_reader_gone() {
 	check_no_kernel_errors "$m"
 }
 
-# The systemd unit's capability bounding set (read from the unit) with
-# no_new_privs, as the unit runs it: the loader must still attach and stop
-# cleanly. (The unit's file-system protections are not reproduced here.)
+# Shows: the loader attaches and stops cleanly under the systemd unit's
+# `CapabilityBoundingSet` (read from contrib/scx_fastpath.service) with
+# no_new_privs, as the unit runs it. (The unit's file-system protections
+# are not reproduced here.)
+# Fails: it needs a capability the unit does not grant.
 test_unit_caps() {
 	local caps m ok=0
 	m=$(dmesg_mark)

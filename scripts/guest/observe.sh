@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# Area: Stats and live changes
 # Tests of what the loader shows and takes while it runs (sourced by
 # integration.sh, which defines NCPU and sources lib.sh): the scx_stats
 # socket, `scx_fastpath set`, the kernel's debug dump, and that every
@@ -27,10 +28,13 @@ PY
 	say "scxtop's request, twice on one connection: $out"
 }
 
-# The scx_stats socket: --monitor (text and --json) shows the running
-# instance's figures, and they move under a workload. Without the socket,
-# or with counters that do not move, or if scxtop's request is not
-# answered, it fails.
+# Shows: the scx_stats socket: `--monitor 1 --all-counters` and
+# `--monitor 0.5 --json` against an instance under load show the running
+# instance's figures: a config line, summary and rate lines, JSON samples
+# whose counters and `at_ms` grow; scxtop's request (scxtop_request) is
+# answered twice on one connection.
+# Fails: no socket, a form is missing, a counter does not grow, or the
+# socket answers once (scxtop's request is not answered).
 test_monitor() {
 	local m ok=0 mon=$WORK/monitor.txt js=$WORK/monitor.json first last pids
 	m=$(dmesg_mark)
@@ -62,12 +66,8 @@ test_monitor() {
 	return $ok
 }
 
-# `scx_fastpath set` changes a running instance's tunables: the pinned fast
-# path switched off live must stop the pinned counter under a pinned load
-# (only the BPF side reading the new value can do that; when the switch is
-# off nothing else moves it), and switched on again must move it; the new
-# tunables show in the socket's JSON, in the loader's log and survive a
-# hotplug restart. Bad changes and callers are refused with one line.
+# How far the `pinned` counter (the socket's JSON) moves over one
+# pinned_workload.
 pinned_delta() {
 	local a b
 	a=$(sample_json | jq -r .counters.pinned)
@@ -76,6 +76,16 @@ pinned_delta() {
 	echo $((b - a))
 }
 
+# Shows: `scx_fastpath set` changes a running instance's tunables: the
+# pinned fast path switched off live (`ablate=pinned-fastpath`) stops the
+# `pinned` counter under a pinned load (only the BPF side reading the new
+# value can do that; when the switch is off nothing else moves it), and
+# switched on again (`ablate=none`) it moves; `set` prints the equivalent
+# flags; the new tunables show in the socket's JSON (`config`) and in the
+# loader's log, and a hotplug restart keeps them (`slice-us=3000`). Bad
+# changes and callers are refused with one line: bad keys and values exit
+# 2; uid 65534 cannot connect; a socket opened to all is refused.
+# Fails: any of these does not hold.
 test_live_set() {
 	local m ok=0 on off again out rc js sock=$STATS_SOCK cpu=$((NCPU - 1))
 	m=$(dmesg_mark)
@@ -140,12 +150,14 @@ test_live_set() {
 	return $ok
 }
 
-# The kernel's debug dump carries scx_fastpath's own state: per CPU
+# Shows: the kernel's debug dump carries scx_fastpath's own state: per CPU
 # (ops.dump_cpu: DSQ depth, clocks, flags) and per runnable task
-# (ops.dump_task: vtime, lag, average run). sysrq-D writes the dump only to
-# the sched_ext_dump tracepoint (an error exit also writes it to the exit
-# message, --exit-dump-len). Without those ops the lines are absent and it
-# fails. The dump must not disturb the scheduler.
+# (ops.dump_task: vtime, lag, average run). sysrq-D under load writes the
+# dump only to the `sched_ext_dump` tracepoint (an error exit also writes
+# it to the exit message, --exit-dump-len): it has scx_fastpath's per-CPU
+# and per-task lines, and the scheduler stays attached.
+# Fails: lines missing (without those ops they are absent), or the dump
+# disturbs the scheduler (ejects it).
 test_dump() {
 	local ok=0 hog dump=$WORK/dump.txt t=/sys/kernel/tracing
 	mountpoint -q "$t" || mount -t tracefs nodev "$t" || { say "no tracefs"; return 1; }
@@ -171,11 +183,13 @@ test_dump() {
 	return $ok
 }
 
-# Every counter moves somewhere in the default tests: a counter that no
-# workload moves is dead or broken (a known flaw of the public schedulers).
-# It reads the totals every scheduler run of this guest printed at exit (the
-# last JSON sample of each log), so it means something only after the whole
-# default set (it is last there); named alone it fails, as it should.
+# Shows: every counter `--help-stats` lists moved in at least one scheduler
+# run of the guest: it reads the totals every scheduler run of this guest
+# printed at exit (the last JSON sample of each log). Where all CPUs share
+# one LLC the two cross-LLC counters are left to `topology`.
+# Fails: a counter no workload moves: dead or broken (a known flaw of the
+# public schedulers). It means something only after the whole default set,
+# so it runs last there; named alone it fails, as it should.
 test_counters_moved() {
 	local names name log totals moved="" dead=() runs=0 skip=""
 	names=$("$SCHED" --help-stats | awk '{print $1}')

@@ -1,13 +1,11 @@
 # shellcheck shell=bash
+# Area: Preemption and slices
 # Tests of when a running task gives way (sourced by integration.sh, which
 # defines NCPU and WEIGHT_CPU and sources lib.sh): deferred wakeup
 # preemption, the hog class's hysteresis and light slices.
 
-# Deferred wakeup preemption: a periodic SCHED_OTHER sleeper (cyclictest,
-# 1 ms period) against a CPU hog on the same CPU. With the timer, a wakeup
-# that comes before the hog has had --wakeup-gran-us arms it and the timer
-# preempts the hog (wake_deferred, wake_defer_kick); with
-# --ablate deferred-preempt neither counter can move.
+# A periodic SCHED_OTHER sleeper (cyclictest, 1 ms period, 8 s) against a
+# CPU hog on the same CPU, CPU 0.
 defer_workload() {
 	taskset -c 0 stress-ng --temp-path "$WORK" --cpu 1 --timeout 12s --quiet &
 	local hog=$!
@@ -33,6 +31,16 @@ defer_case() {
 	say_counters "$@" >/dev/null
 }
 
+# Shows: deferred wakeup preemption: cyclictest (a SCHED_OTHER sleeper, 1 ms
+# period) against a CPU hog on the same CPU. With the timer, a wakeup that
+# comes before the hog has had --wakeup-gran-us arms it and the timer
+# preempts the hog: `wake_deferred` and `wake_defer_kick` move. With the
+# default `--hog-gran-us 0` a hog is preempted at once and the timer is
+# seldom needed, so the timer is tested with `--hog-gran-us 250`, a floor
+# for it to keep, and the default is only reported; so is the average
+# latency.
+# Fails: the timer's counters stay 0 with the timer, or move without it
+# (--ablate deferred-preempt).
 test_deferred_preempt() {
 	local m ok=0
 	m=$(dmesg_mark)
@@ -50,13 +58,16 @@ test_deferred_preempt() {
 	return $ok
 }
 
-# Hog hysteresis: the same sleeper against a hog on CPU 0. Preempted every
-# millisecond, the hog's runs average about a millisecond and now and then
-# drop under --hog-run-us; with the hysteresis (the default) it stays a
-# hog while they average more than half of that, and the preemptions of it
-# then move wake_hog_held. With --ablate hog-hysteresis nothing holds it in the
-# class, and wake_hog_held cannot move; with --hog-run-us 100000 the
-# wakeups that find a task in it stay under 1% of the default's (below).
+# Shows: hog hysteresis: the same cyclictest against a hog on CPU 0.
+# Preempted every millisecond, the hog's runs average about a millisecond
+# and now and then drop under --hog-run-us; with the hysteresis (the
+# default) it stays a hog while they average more than half of that, and
+# the preemptions of it then move `wake_hog_held`. With --ablate
+# hog-hysteresis nothing holds it in the class, and wake_hog_held cannot
+# move; with `--hog-run-us 100000` hog preemptions (the wakeups that find a
+# task in the class) stay under 1% of the default run's.
+# Fails: the held class never fills, wake_hog_held moves with the switch
+# off, or the class is not empty at the high threshold.
 test_hog_hysteresis() {
 	local m ok=0 on in_class
 	m=$(dmesg_mark)
@@ -113,11 +124,16 @@ light_alone() {
 	return 0
 }
 
-# With light slices the nice-10 loop gets the same share (within 20% or
-# 1 point) in turns at least twice as close together (the mean wait before
-# a run), and slice_light moves; with --ablate light-slice it stays 0. Without
-# the timer that ends a cut slice, it ran to the next tick and this failed.
-# Alone on its CPU its slice is left whole (slice_light_alone moves).
+# Shows: light slices: a nice-10 busy loop beside a nice-0 one on one CPU,
+# default scheduler (reported), light slices on and off: with light slices
+# the nice-10 loop gets the same share (within 20% or 1 point) in turns at
+# least twice as close together (the mean wait before each run, from
+# schedstat, at most half as long), and `slice_light` moves; with --ablate
+# light-slice it stays 0. Alone on its CPU its slice is left whole
+# (`slice_light_alone` moves).
+# Fails: the share moves, the waits do not shorten, or the counters do not
+# follow the switch. Without the timer that ends a cut slice, it ran to
+# the next tick and this failed.
 test_light_slice() {
 	local m ok=0 on off on_share on_wait off_share off_wait
 	m=$(dmesg_mark)

@@ -1,24 +1,12 @@
 # shellcheck shell=bash
+# Area: RT tasks
 # Tests with real-time tasks beside ours (sourced by integration.sh, which
 # defines NCPU and sources lib.sh): an RT hog, RT mutex threads on every
 # CPU, and an RT hog on each CPU in turn (a fault case).
 
-# An RT (SCHED_FIFO) hog takes the last CPU for RT_SECS (15) while unpinned
-# CPU hogs and the sleeper probe run. A wakee whose CPU the RT task holds
-# goes to a CPU that runs ours (wake_rt_away), and the other CPU takes what
-# is queued on the RT CPU (rt_rescued): by default both must move, and with
-# --ablate rt-away,rt-rescue neither can. The sleeper's worst wait is
-# reported for both, not bounded: a run with RT away read 541 ms (a whole
-# 0.5 s sleep period lost, as in half the runs without it), so a bound
-# would only flake. Nothing is ejected either way. A run before both has
-# no RT task of ours: timer wakeups that come in bursts (stress-ng timerfd
-# and sleep), where a CPU that an earlier wakeup of the same interrupt has
-# just claimed out of idle runs none of ours for a moment. wake_rt_away
-# must stay under 0.25% of the enqueues there (the kernel's own stop and
-# RT threads may hold a CPU now and then: 1 of 3,625); a version that took
-# "not running ours" for RT sent 41 of 3,647 away here, and 2.5-14% under
-# each stressor alone (docs/decisions.md, "RT away only where RT holds
-# the CPU").
+# An RT (SCHED_FIFO) busy loop on the last CPU for RT_SECS (15) while
+# nproc unpinned CPU hogs and the sleeper probe run; prints "probe: " and
+# the sleeper's worst wait (ms).
 rt_workload() {
 	local secs=${RT_SECS:-15} rt hog
 	# A bash loop: stress-ng took 5-10 s of this guest to start its worker.
@@ -36,6 +24,24 @@ timer_burst_workload() {
 	stress-ng --temp-path "$WORK" --timerfd "$NCPU" --sleep "$NCPU" --timeout 6s --quiet
 }
 
+# Shows: an RT (SCHED_FIFO) hog takes the last CPU for 15 s (RT_SECS) while
+# unpinned CPU hogs and the sleeper probe run (rt_workload). A wakee whose
+# CPU the RT task holds goes to a CPU that runs ours (`wake_rt_away`), and
+# the other CPU takes what is queued on the RT CPU (`rt_rescued`): by
+# default both must move, and with --ablate rt-away,rt-rescue neither can.
+# The sleeper's worst wait is reported for both, not bounded: a run with
+# RT away read 541 ms (a whole 0.5 s sleep period lost, as in half the runs
+# without it), so a bound would only flake. A run before both has no RT
+# task of ours: timer wakeups that come in bursts (stress-ng timerfd and
+# sleep), where a CPU that an earlier wakeup of the same interrupt has
+# just claimed out of idle runs none of ours for a moment. `wake_rt_away`
+# must stay under 0.25% of `enq_queued` there (the kernel's own stop and
+# RT threads may hold a CPU now and then: 1 of 3,625).
+# Fails: a CPU not held by RT reads held (a version that took "not running
+# ours" for RT sent 41 of 3,647 away in the timer run, and 2.5-14% under
+# each stressor alone: docs/decisions.md, "RT away only where RT holds the
+# CPU"), the counters do not follow the switches, or the scheduler is
+# ejected.
 test_rt_hog() {
 	local m ok=0 probe mode away enq
 	m=$(dmesg_mark)
@@ -66,17 +72,20 @@ test_rt_hog() {
 	return $ok
 }
 
-# stress-ng's mutex stressor, as root, runs its threads at SCHED_FIFO and
-# keeps every CPU of the 2-vCPU guest busy for the whole run: our tasks, the
-# stressors' own SCHED_OTHER parents among them, run only in the kernel's
-# ext deadline server (50 ms a second where RT throttling is off, as on
-# 7.3). MUTEX_RUNS (5) runs of 4 s, the scheduler restarted for each (the
-# hang that --rt-release caused came at the first or second; see
-# docs/decisions.md, "Moving tasks off an RT-held CPU in ops.enqueue").
-# The FIFO threads stop only when their starved parent tells them, so a
-# SCHED_FIFO 99 guard kills every stress-ng still running MUTEX_GUARD s (30)
-# after its start: a hang is then a failure with a message, not a guest
-# that never comes back.
+# Shows: stress-ng's mutex stressor, as root, runs its threads at
+# SCHED_FIFO and keeps every CPU of the 2-vCPU guest busy for the whole
+# run: our tasks, the stressors' own SCHED_OTHER parents among them, run
+# only in the kernel's ext deadline server (50 ms a second where RT
+# throttling is off, as on 7.3). `stress-ng --mutex 2` for 4 s, MUTEX_RUNS
+# (5) runs, the scheduler restarted for each (the hang that --rt-release
+# caused came at the first or second; see docs/decisions.md, "Moving tasks
+# off an RT-held CPU in ops.enqueue"): every run ends and the scheduler
+# stays attached.
+# Fails: a run is still going MUTEX_GUARD (30) s after its start: the
+# machine would have hung. The FIFO threads stop only when their starved
+# parent tells them, so a SCHED_FIFO 99 guard kills every stress-ng still
+# running then: a hang is a failure with a message, not a guest that never
+# comes back.
 test_rt_mutex() {
 	local m ok=0 i runs=${MUTEX_RUNS:-5} guard=${MUTEX_GUARD:-30} t0 sp gp hung=$WORK/mutex.hung
 	m=$(dmesg_mark)
@@ -108,18 +117,12 @@ test_rt_mutex() {
 	return $ok
 }
 
-# An RT hog on each CPU in turn: a SCHED_FIFO busy loop pinned to CPU c for
-# RT_EACH_SECS while 2 x nproc unpinned busy loops (plain bash processes,
-# so each is one task whose CPU time /proc/PID/stat has) and the sleeper
-# probe run. What RT displaces must run elsewhere: every loop gets at least
-# half its fair share of the CPUs RT leaves (nproc - 1) over the window (a
-# task stranded on the RT CPU gets only the kernel's ext server's few
-# milliseconds a second), the probe never waits RT_EACH_BOUND ms (1000, as
-# in mixed_load), and nothing is ejected. The RT loop must have run half
-# the window (it read 67-89%, with RT rescue and without; a stress-ng RT
-# hog, used before, had not even started), or the rest proves nothing.
-# Then CPU 0 again under the other RT throttling setting
-# (sched_rt_runtime_us 950000 if the kernel's is unthrottled, else -1).
+# One step of test_rt_each_cpu: 2 x nproc unpinned busy loops (plain bash
+# processes, so each is one task whose CPU time /proc/PID/stat has), then
+# a SCHED_FIFO busy loop pinned to CPU $1 and the sleeper probe for $2
+# seconds. Prints the probe's worst wait (ms), the least-served loop's CPU
+# time as a share of its fair share of the CPUs RT leaves (%), and the RT
+# loop's share of the window (%).
 rt_on_cpu() {
 	local c=$1 secs=$2 rt i pids=() before=() used=() rt_used span=0 fair share min=1000000 probe
 	for i in $(seq $((2 * NCPU))); do
@@ -154,6 +157,19 @@ rt_on_cpu() {
 	echo "$probe $min $((rt_used * 100 / (span > 0 ? span : 1)))"
 }
 
+# Shows: an RT hog on each CPU in turn: a SCHED_FIFO busy loop pinned to
+# CPU c for RT_EACH_SECS (10) while 2 x nproc unpinned busy loops and the
+# sleeper probe run (rt_on_cpu); then CPU 0 again under the other RT
+# throttling setting (sched_rt_runtime_us 950000 if the kernel's is
+# unthrottled, else -1). What RT displaces must run elsewhere: every loop
+# gets at least half its fair share of the CPUs RT leaves (nproc - 1) over
+# the window, the probe never waits RT_EACH_BOUND ms (1000, as in
+# mixed_load: a sleeper waits under a second), and nothing is ejected.
+# Fails: a loop below half its share (a task stranded on the RT CPU gets
+# only the kernel's ext server's few milliseconds a second), a sleeper
+# over the bound, an ejection, or an RT loop that did not run half the
+# window (it read 67-89%, with RT rescue and without; a stress-ng RT hog,
+# used before, had not even started): the rest then proves nothing.
 test_rt_each_cpu() {
 	local m ok=0 c out probe min rt_share secs=${RT_EACH_SECS:-10} bound=${RT_EACH_BOUND:-1000} rt_runtime other
 	m=$(dmesg_mark)

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# Area: Soak
 # The soak's load, long and with everything in it (sourced by
 # integration.sh, which defines NCPU and sources lib.sh; fault cases):
 # whether it stays up, and whether its hogs get their shares.
@@ -53,10 +54,13 @@ children_after() {
 	echo $((SECONDS - t0))
 }
 
-# The soak: SOAK_SECS (default 600) of the soak's load (start_soak_load)
-# while the sleeper probe runs the whole time. No ejection, no sched_ext
-# error or stall, every load generator completes, and the probe never waits
-# SOAK_BOUND ms (default 1000, as in mixed_load) beyond its sleep.
+# Shows: the soak: 10 minutes (SOAK_SECS, 600 s) of the soak's load
+# (start_soak_load: nice 0, 10 and -5 hogs, pinned hogs, pipe, fork, exec
+# and sleepers) while the sleeper probe runs the whole time: no ejection,
+# no sched_ext error or stall (an RCU stall included), every load
+# generator completes, the probe never waits SOAK_BOUND ms (default 1000,
+# as in mixed_load: a second) beyond its sleep, and every rescue is named.
+# Fails: any of these.
 test_soak() {
 	local m ok=0 secs=${SOAK_SECS:-600} bound=${SOAK_BOUND:-1000} pids=() probe
 	m=$(dmesg_mark)
@@ -146,24 +150,27 @@ soak_share_fp() {
 	rescued=$((rescued + ${n:-0}))
 }
 
-# The soak's hogs get the CPU shares the default scheduler gives them: the
-# soak's load (start_soak_load) runs SHARE_SECS under the default
-# scheduler and under scx_fastpath, twice each, in the order default,
-# fastpath, fastpath, default, so that a drift over the test weighs on
-# both alike; each hog group's share of the CPUs (mean of the two runs)
-# must be within 20% of the default's, or 1 point (the weights test's
-# rule). The mean wait before each run is shown, not asserted: the
-# default's slices are shorter.
+# The warm-up: both failures in 12 runs came with soak_shares first in a
+# fresh guest and the default's first run reading high in every group
+# (nice -5 hog 8.9% and 9.3%, against 6.2-7.3% in its second runs): in the
+# seven runs that came first in their guest the default's first run gave
+# that hog 6.7-9.3% (mean 7.9%), its second 6.2-7.3% (mean 6.9%). Why the
+# first run is light on churn is not pinned down (see soak_share_run for
+# one way it can be); with the warm-up, the order and soak_share_run's
+# wait, the default's two runs agreed within 0.3 points in 5 of 5.
 #
-# First the load runs SHARE_WARM_SECS unmeasured. Both failures in 12
-# runs came with soak_shares first in a fresh guest and the default's
-# first run reading high in every group (nice -5 hog 8.9% and 9.3%,
-# against 6.2-7.3% in its second runs): in the seven runs that came
-# first in their guest the default's first run gave that hog 6.7-9.3%
-# (mean 7.9%), its second 6.2-7.3% (mean 6.9%). Why the first run is
-# light on churn is not pinned down (see soak_share_run for one way it
-# can be); with the warm-up, the order and soak_share_run's wait, the
-# default's two runs agreed within 0.3 points in 5 of 5.
+# Shows: the soak's hogs get the CPU shares the default scheduler gives
+# them: first the load runs SHARE_WARM_SECS (15) unmeasured, under the
+# default scheduler; then the soak's load (start_soak_load) runs
+# SHARE_SECS (30) under the default scheduler and under scx_fastpath,
+# twice each, in the order default, fastpath, fastpath, default, so that a
+# drift over the test weighs on both alike, each window opened once the
+# load's workers run. Each hog group's (nice 0, 10 and -5, pinned) share of
+# the CPUs (mean of the two runs) must be within 20% of the default's, or
+# 1 point (the weights test's rule). The mean wait before each run is
+# shown, not asserted: the default's slices are shorter.
+# Fails: a group off by more, or a hog had gone before its CPU time was
+# read (or the churn had not started): the shares do not compare.
 test_soak_shares() {
 	local m ok=0 g i def=() fp=() rescued=0 warm=()
 	SHARES_LOST=0

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# Area: Storms
 # Storms of sleepers and hogs (sourced by integration.sh, which defines
 # NCPU and sources lib.sh): once in the default set and four times more in
 # the fault matrix, so that one --faults run shows each 5 of 5.
@@ -11,11 +12,21 @@ hold_race_workload() {
 		--pipe "$NCPU" --timeout "${HOLD_SECS:-60}s" --metrics-brief
 }
 
-# The same storm under the default settings (no idle hold): the load that
-# exposed the vtime-floor starvation (docs/decisions.md, "The starvation
-# guard runs every starved task").
+# Shows: the storm (hold_race_workload) under the default settings (no idle
+# hold), the load that exposed the vtime-floor starvation
+# (docs/decisions.md, "The starvation guard runs every starved task"): 60 s
+# of 512 short sleeper threads, a cyclic RT sleeper and pipe ping-pongs on
+# 2 CPUs. Every stress-ng worker completes, no ejection; the log's
+# `starvation guard:` lines name the tasks the guard ran and count no more
+# than `starve_rescue`.
+# Fails: a worker does not complete, the watchdog ejects the scheduler, or
+# a rescue is not named.
 test_sleeper_storm() { HOLD_US=0 test_hold_races; }
 
+# Shows: `sleeper_storm`'s load with `--idle-hold-us 1000` (HOLD_US): holds
+# start, catch, expire and get redirected wakeups all at once; the same
+# checks, and holds must start.
+# Fails: as `sleeper_storm`, or no hold started.
 test_hold_races() {
 	local m ok=0
 	m=$(dmesg_mark)
@@ -39,12 +50,14 @@ test_hold_races() {
 	return $ok
 }
 
-# 1,000 CPU hogs confined to one CPU by taskset, started by an unprivileged
-# user (anyone can): a round over them takes seconds however short the
-# slices (a CPU notices a used-up slice at its tick), and the kernel's
-# watchdog must still see every one of them run in time. Deep-queue slices
-# must kick in, every worker must complete and the scheduler must stay
-# attached.
+# Shows: 1,000 CPU hogs (STORM_HOGS) confined to CPU 0 by taskset, started
+# as uid 65534 (an unprivileged user: anyone can), for 30 s (STORM_SECS): a
+# round over them takes seconds however short the slices (a CPU notices a
+# used-up slice at its tick), and the kernel's watchdog must still see
+# every one of them run in time. Every worker completes, deep-queue slices
+# apply (`slice_short` moves), the scheduler stays attached, and the
+# guard's lines are as in sleeper_storm.
+# Fails: an ejection, a missing worker, or no deep-queue slice.
 test_hog_storm() {
 	local m ok=0 n=${STORM_HOGS:-1000} tmp=$WORK/hog_storm
 	m=$(dmesg_mark)

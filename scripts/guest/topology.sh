@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# Area: Machine shapes and mixed load
 # Tests that scripts/test also runs in a guest per simulated machine shape
 # (TOPOLOGIES there; sourced by integration.sh, which defines NCPU and
 # LOAD_SECS and sources lib.sh): the shape itself, and everything at once.
@@ -12,6 +13,14 @@ start_pinned_hogs() {
 	done
 }
 
+# Shows: LOAD_SECS (35) s of 2 x nproc CPU hogs, a hog pinned to every CPU,
+# fork churn and an execl loop, with a sleeper that measures how long it
+# waits to run: the scheduler stays attached, keeps every task running,
+# and its counters move.
+# Fails: the scheduler is ejected, a sleeper is kept off the CPU for a
+# second, a counter of direct_local, pinned, enq_queued, disp_cpu_dsq and
+# disp_stolen did not move, or the kernel log has a sched_ext error or
+# stall.
 test_mixed_load() {
 	local m probe_max pids=() name total ok=0
 	m=$(dmesg_mark)
@@ -69,11 +78,6 @@ cpulist_count() {
 	echo "$n"
 }
 
-# The guest has the shape scripts/test asked for (EXPECT_CPUS vCPUs,
-# EXPECT_NODES NUMA nodes, EXPECT_THREADS threads per core, EXPECT_POSSIBLE
-# possible CPUs), so that the
-# tests run after this one (mixed_load) ran on that shape and not on a
-# default 2-vCPU guest; the scheduler attaches there and sees every CPU.
 # Steals, LLC first (llc_steal): the same steal-heavy load (CPU hogs beside
 # context-switching pairs, more tasks than CPUs, some idling now and then)
 # under the default and under --ablate llc-steal. The loader must see the LLCs
@@ -111,6 +115,17 @@ llc_steal_check() {
 	return $ok
 }
 
+# Shows: the guest has the shape scripts/test asked for (EXPECT_CPUS vCPUs,
+# EXPECT_NODES NUMA nodes, EXPECT_THREADS threads per core, EXPECT_POSSIBLE
+# possible CPUs), so that the tests run after this one (mixed_load) ran on
+# that shape and not on a default 2-vCPU guest; the scheduler attaches
+# there, sees every CPU and stays attached under a hog per CPU. Then
+# llc_steal_check: the loader counts the LLCs sysfs shows; under a
+# steal-heavy load, with several LLCs `steal_near_kept` moves by default
+# and stays 0 with --ablate llc-steal, and a smaller share of steals
+# crosses LLCs; with one LLC no steal counts as far.
+# Fails: a shape QEMU did not apply, the scheduler does not attach or is
+# ejected, or a steal check above does not hold.
 test_topology() {
 	local m nodes siblings threads possible_list possible llc n ok=0 got what have want
 	m=$(dmesg_mark)

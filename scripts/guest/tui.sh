@@ -1,12 +1,9 @@
 # shellcheck shell=bash
+# Area: Dashboards
 # Tests of the terminal dashboards (sourced by integration.sh, which
 # defines NCPU and sources lib.sh): --monitor --tui, and scxtop.
 
-# The dashboard, --monitor 1 --tui, in a 100x30 tmux pane: before a
-# scheduler starts it says it waits; then it shows a row per CPU, non-zero
-# rates and the tunables; q ends it with status 0 and the pane closes.
-# Without a terminal it refuses with one line. The last pane is kept in
-# $WORK/tui-pane.txt.
+# The rows of the dashboard's per-CPU table in pane capture $1.
 tui_rows() {
 	# The per-CPU table's rows, borders blanked: "cpu queue placed/s ...".
 	sed 's/│/ /g' "$1" | awk 'NF == 7 && ($1 == "all" || $1 ~ /^[0-9]+$/)'
@@ -15,6 +12,13 @@ tui_rows() {
 # A rate as the dashboard shows it, other than 0 or "-" (not known yet).
 tui_nonzero() { [ -n "$1" ] && [ "$1" != 0 ] && [ "$1" != - ]; }
 
+# Shows: the dashboard, `--monitor 1 --tui`, in a 100x30 tmux pane: before
+# a scheduler starts it says "waiting for scx_fastpath..."; then it shows a
+# row per CPU, non-zero rates (placed/s) and the tunables line; q ends it
+# with exit status 0 and the pane closes. Without a terminal it refuses
+# with one line and a non-zero exit. The last pane is kept in
+# $WORK/tui-pane.txt.
+# Fails: the pane lacks a part, or q does not exit 0.
 test_tui() {
 	local m ok=0 pane=$WORK/tui-pane.txt rcf=$WORK/tui.rc out rc load c i placed
 	m=$(dmesg_mark)
@@ -80,15 +84,18 @@ test_tui() {
 	return $ok
 }
 
-# scxtop itself (sched-ext/scx's tool, not built here: SCXTOP names its
-# binary; out of the default tests for that reason) against a running
-# instance under a load. From scx 1.1.1 on, scxtop's scheduler view ('s')
-# shows DSQ latencies that it traces itself, and a scheduler's scx_stats
-# reply reaches only its MCP resource stats://scheduler/raw: the test reads
-# that resource through `scxtop mcp` and fails unless it carries
-# scx_fastpath's counters, moving, and their metadata. It then shows the
-# scheduler view in a 120x40 tmux pane, and fails if the pane does not
-# name the scheduler.
+# Shows: scxtop itself (sched-ext/scx's tool, not built here: SCXTOP names
+# its binary, `--env SCXTOP=PATH`; out of the default tests for that
+# reason, as CI does not build one: `cargo install scxtop --locked`)
+# against a running instance under a load. From scx 1.1.1 on, scxtop's
+# scheduler view ('s') shows DSQ latencies that it traces itself, and a
+# scheduler's scx_stats reply reaches only its MCP resource
+# `stats://scheduler/raw`: the test reads that resource through
+# `scxtop mcp`, which carries scx_fastpath's counters, moving, and their
+# metadata. It then shows the scheduler view in a 120x40 tmux pane, which
+# names scx_fastpath.
+# Fails: the resource lacks scx_fastpath's counters, moving, or their
+# metadata, or the pane does not name the scheduler.
 test_scxtop() {
 	local m ok=0 pane=$WORK/scxtop-pane.txt bin=${SCXTOP:-} load raw n meta i
 	m=$(dmesg_mark)
