@@ -3,7 +3,8 @@
 # from the repository root (scripts/test boots the guest with scripts/vm).
 # Each test prints what it observed; the last line counts passes and fails.
 # The tests live in one file per area, sourced below; above each test_NAME
-# a "# Shows:" and a "# Fails:" comment say what it shows and how it fails.
+# a "# Shows:" and a "# Fails:" comment say what it shows and how it fails
+# (scripts/testing-doc makes docs/testing.md's tables of them).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
