@@ -276,3 +276,153 @@ summary() {
 	printf 'guest: %d passed, %d failed\n' "$n_pass" "$n_fail"
 	[ "$n_fail" -eq 0 ]
 }
+# --- Shared by integration.sh's test areas --------------------------------
+# These read NCPU, WEIGHT_CPU, WEIGHT_SECS and CG, which integration.sh
+# defines.
+
+# For $1 seconds, sleep 0.5 s at a time with bash builtins only (no fork or
+# exec to be slowed down by the load) and print the longest gap between
+# wakeups beyond the 0.5 s asked for, in ms: how long the sleeper waited to
+# run.
+sleeper_probe() {
+	local fd prev now end gap max=0
+	exec {fd}<> <(:)
+	prev=${EPOCHREALTIME/./}
+	end=$((prev + $1 * 1000000))
+	while [ "$prev" -lt "$end" ]; do
+		read -r -t 0.5 -u "$fd" _
+		now=${EPOCHREALTIME/./}
+		gap=$(((now - prev) / 1000 - 500))
+		[ "$gap" -gt "$max" ] && max=$gap
+		prev=$now
+	done
+	exec {fd}<&-
+	echo "$max"
+}
+
+# The loader's log ends with the kernel's exit reason: true if it detached
+# because it was asked to, else say why it went. ("EXIT: " with the colon:
+# the JSON samples name SCX_EV_ENQ_SKIP_EXITING.)
+detached_on_request() {
+	grep -q 'EXIT: unregistered from user space' "$SCHED_LOG" && return 0
+	say "scheduler was ejected: $(grep -m1 'EXIT: ' "$SCHED_LOG")"
+	return 1
+}
+
+# Run "$@" as the workload under the scheduler started with $SCHED_ARGS;
+# leaves the loader's log (with its totals) in $SCHED_LOG.
+run_under_sched() {
+	# shellcheck disable=SC2086
+	start_sched ${SCHED_ARGS:-} || return 1
+	"$@" >"$WORK/workload.log" 2>&1
+	local rc=$?
+	kill -INT "$SCHED_PID"
+	wait_exit "$SCHED_PID" || { say "loader exited non-zero"; rc=1; }
+	SCHED_PID=
+	[ "$rc" -eq 0 ] || { say "workload failed ($rc):"; tail -n 5 "$WORK/workload.log" | sed 's/^/    | /'; }
+	return $rc
+}
+
+# Attached, loader alive, and the loader's own exit line not an error: $1
+# says when.
+still_attached() {
+	if [ "$(state)" != enabled ] || ! kill -0 "$SCHED_PID" 2>/dev/null; then
+		say "$1: not attached (state $(state)); the loader's last lines:"
+		grep -v '^{' "$SCHED_LOG" | grep -v '^ *SCX_EV_' | tail -n 5 | sed 's/^/    | /'
+		return 1
+	fi
+	say "$1: attached, root/ops '$(ops)'"
+}
+
+# Stop the scheduler started by start_sched; non-zero if the loader failed
+# or had been ejected.
+stop_sched() {
+	local rc=0
+	kill -INT "$SCHED_PID"
+	wait_exit "$SCHED_PID" || { say "loader exited non-zero"; rc=1; }
+	SCHED_PID=
+	detached_on_request || rc=1
+	return $rc
+}
+
+# Binaries on the guest's tmpfs: exec over the shared 9p root is ~8x slower.
+setup_exec_loops() {
+	cp /bin/true "$WORK/true"
+	cp /bin/bash "$WORK/bash"
+	# $WORK expanded here, so that a WORK of the caller's works too.
+	cat >"$WORK/execl.sh" <<EOS
+#!$WORK/bash
+# An execl loop: the process replaces itself \$1 more times.
+[ "\$1" -gt 0 ] && exec $WORK/bash $WORK/execl.sh \$((\$1 - 1))
+exit 0
+EOS
+	chmod +x "$WORK/execl.sh"
+}
+
+# Exec churn for $1 seconds in the background (EXEC_PID): stress-ng skips
+# its exec stressor as root, so an execl loop.
+start_exec_loop() {
+	setup_exec_loops
+	timeout "$1" "$WORK/bash" -c "while :; do $WORK/execl.sh 20; done" &
+	EXEC_PID=$!
+}
+
+# Wait for the caller's load generators (pids) and the exec loop; non-zero
+# if a generator failed.
+wait_load() {
+	local p rc=0
+	# shellcheck disable=SC2154 # the caller's pids
+	for p in "${pids[@]}"; do
+		wait "$p" || { say "a load generator (pid $p) failed"; rc=1; }
+	done
+	wait "$EXEC_PID"
+	return $rc
+}
+
+pinned_workload() {
+	taskset -c 0 "$WORK/bash" "$WORK/execl.sh" 300 &&
+		taskset -c 0 "$WORK/bash" -c "for i in \$(seq 300); do $WORK/true; done"
+}
+
+# Start a busy loop on $WEIGHT_CPU with "$@" as its prefix (e.g. nice -n 5,
+# or in_cgroup NAME); prints its pid.
+spinner() {
+	"$@" taskset -c "$WEIGHT_CPU" bash -c 'while :; do :; done' >/dev/null 2>&1 &
+	echo $!
+}
+
+# Run "$@" in cgroup $CG/$1, in place of the calling (sub)shell, so that
+# spinner's $! is the busy loop's pid.
+in_cgroup() {
+	local name=$1
+	shift
+	exec bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$CG/$name" "$@"
+}
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# Within 20% (relative) of the default's share, or 1 point, whichever is
+# larger: the tolerance the issue set.
+share_close() {
+	awk -v fp="$1" -v def="$2" 'BEGIN {
+		tol = def * 0.2; if (tol < 1) tol = 1
+		d = fp - def; if (d < 0) d = -d
+		exit !(fp >= 0 && d <= tol)
+	}'
+}
+
+# Sums /proc/PID/schedstat (time on the CPU, time runnable but waiting,
+# times run) over pids "${@:2}" into the caller's array named $1, with
+# builtins only (a fork under the soak's load takes a TCG guest a good part
+# of a second); fails, naming it, if one of them has gone.
+schedstat_sum() {
+	local -n sum=$1
+	local p r w n
+	shift
+	sum=(0 0 0)
+	for p in "$@"; do
+		read -r r w n 2>/dev/null <"/proc/$p/schedstat" ||
+			{ say "pid $p has gone before its CPU time was read"; return 1; }
+		sum=($((sum[0] + r)) $((sum[1] + w)) $((sum[2] + n)))
+	done
+}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Area: Under systemd
 # The systemd unit (contrib/scx_fastpath.service) and the Debian package
 # under systemd as init, meant to run as
 #   scripts/package --no-build && scripts/vm --systemd -- scripts/guest/systemd.sh
@@ -36,8 +37,12 @@ cleanup_sched() {
 journal_since() { journalctl -u "$UNIT" --no-pager -o cat --after-cursor="$(cat "$1")" 2>/dev/null; }
 mark_journal() { journalctl -n 0 --show-cursor --no-pager 2>/dev/null | sed -n 's/^-- cursor: //p' >"$1"; }
 
-# scripts/install --enable, as a user would (README, "As a systemd
-# service"); the guest's root is an overlay, so nothing reaches the host.
+# Shows: `scripts/install --enable`, as a user would (README, "As a
+# systemd service"), leaves the unit enabled and inactive;
+# `systemd-analyze verify` is clean; completions and man page installed.
+# The guest's root is an overlay, so nothing reaches the host.
+# Fails: the unit is not loaded, enabled and inactive, or the binary is not
+# installed.
 test_install() {
 	scripts/install --no-build --enable 2>&1 | sed 's/^/    | /'
 	say "systemd-analyze verify: $(systemd-analyze verify "/etc/systemd/system/$UNIT.service" 2>&1 | grep -v '^$' | head -n 3 | xargs)"
@@ -46,6 +51,10 @@ test_install() {
 		[ "$(prop ActiveState)" = inactive ] && [ -x "$BIN" ]
 }
 
+# Shows: `systemctl start` attaches; the journal has the loader's lines
+# (its "attached" line), without colour codes.
+# Fails: the start fails or does not attach within 30 s, the journal has
+# no "attached" line, or it has colour codes.
 test_start() {
 	local j=$WORK/j.start ok=0
 	mark_journal "$j"
@@ -62,8 +71,9 @@ test_start() {
 	return $ok
 }
 
-# sysrq-S ejects the scheduler: the loader exits 1 and systemd starts it
-# again (Restart=on-failure, RestartSec=2).
+# Shows: sysrq-S ejects the scheduler, the loader exits 1, systemd restarts
+# it (Restart=on-failure, RestartSec=2) and it attaches again.
+# Fails: it is not back 30 s after sysrq-S, or NRestarts did not grow.
 test_restart_on_ejection() {
 	local before after sysrq
 	before=$(prop NRestarts)
@@ -79,6 +89,10 @@ test_restart_on_ejection() {
 	[ "$after" -gt "$before" ]
 }
 
+# Shows: `systemctl stop` detaches within `TimeoutStopSec`, exit 0, the
+# kernel back on its default scheduler.
+# Fails: the state is not `disabled`, the exit status is not 0, or the stop
+# took over 10 s.
 test_stop() {
 	local t0 ms
 	t0=$(date +%s%N)
@@ -88,9 +102,12 @@ test_stop() {
 	[ "$(state)" = disabled ] && [ "$(prop ExecMainStatus)" = 0 ] && [ "$ms" -le 10000 ]
 }
 
-# Another sched_ext scheduler holds the kernel: the unit fails at once with
-# the loader's one-line reason in the journal and exit status 3, which it
-# does not restart on (RestartPreventExitStatus=3), and the first one runs on.
+# Shows: with another instance attached (another sched_ext scheduler holds
+# the kernel), the unit fails at once with exit status 3 and the loader's
+# one-line reason in the journal, no restart (RestartPreventExitStatus=3),
+# and the first one runs on.
+# Fails: no reason in the journal, the unit not failed with exit status 3,
+# a restart, or the first instance did not survive it.
 test_conflict() {
 	local j=$WORK/j.conflict ok=0 other restarts
 	mark_journal "$j"
@@ -118,8 +135,11 @@ test_conflict() {
 	return $ok
 }
 
-# A flag the loader refuses (exit 2) fails the unit once, with the reason
-# in the journal: retrying cannot help (RestartPreventExitStatus=2).
+# Shows: `SCX_FASTPATH_FLAGS="--slice-us 0"`, a flag the loader refuses
+# (exit 2): the unit fails at once with exit status 2 and the message in
+# the journal, no restart: retrying cannot help (RestartPreventExitStatus=2).
+# Fails: the unit is not failed with exit status 2, it restarted, or the
+# journal has no reason.
 test_bad_flag() {
 	local j=$WORK/j.flag ok=0
 	mark_journal "$j"
@@ -135,13 +155,15 @@ test_bad_flag() {
 	return $ok
 }
 
-# A scheduler the kernel keeps ejecting (sysrq-S, each time it attaches) is
-# restarted at most StartLimitBurst (5) times within StartLimitIntervalSec,
-# then systemd gives up: the unit stays failed. (systemd 252 leaves Result at
-# exit-code when it is an automatic restart that the limit refuses; the
-# journal says "Start request repeated too quickly".) A drop-in stretches the interval
+# Shows: ejected each time it attaches (sysrq-S), it is restarted at most
+# StartLimitBurst (5) times within StartLimitIntervalSec, then systemd
+# gives up: the unit stays failed. (systemd 252 leaves Result at exit-code
+# when it is an automatic restart that the limit refuses; the journal says
+# "Start request repeated too quickly".) A drop-in stretches the interval
 # to 10 minutes: under TCG an attach takes seconds, and the test is about
 # the burst, not the clock.
+# Fails: the unit is not failed at the end, NRestarts is not 5, or the
+# scheduler is left attached.
 test_start_limit() {
 	local i restarts active sysrq d=/run/systemd/system/$UNIT.service.d j=$WORK/j.limit
 	mark_journal "$j"
@@ -173,9 +195,8 @@ test_start_limit() {
 }
 
 # The scx project's own service (scx.service: `$SCX_SCHEDULER $SCX_FLAGS`
-# from /etc/default/scx) runs scx_fastpath when it is on PATH. The stand-in
-# below has that unit's shape (the scx project does not ship on these
-# machines). Starting scx_fastpath.service stops it (Conflicts=).
+# from /etc/default/scx), set to run scx_fastpath: a stand-in with that
+# unit's shape (the scx project does not ship on these machines).
 scx_stand_in() {
 	cat >/etc/systemd/system/scx.service <<-'UNIT'
 	[Unit]
@@ -198,6 +219,11 @@ scx_stand_in_gone() {
 	systemctl daemon-reload
 }
 
+# Shows: the scx project's `scx.service` shape (`$SCX_SCHEDULER $SCX_FLAGS`
+# from /etc/default/scx; a stand-in, scx_stand_in) runs scx_fastpath when it
+# is on PATH; starting `scx_fastpath.service` stops it (`Conflicts=`).
+# Fails: scx.service does not attach, or after the start scx.service is not
+# inactive or scx_fastpath.service not active.
 test_scx_service() {
 	local ok=0
 	scx_stand_in
@@ -213,6 +239,8 @@ test_scx_service() {
 	return $ok
 }
 
+# Shows: `systemd-analyze security scx_fastpath` rates the unit.
+# Fails: it prints no rating.
 test_security() {
 	local out
 	out=$(systemd-analyze security "$UNIT" --no-pager 2>&1 | tail -n 1)
@@ -220,15 +248,19 @@ test_security() {
 	[ -n "$out" ]
 }
 
+# Shows: `scripts/install --uninstall` leaves none of the files.
+# Fails: the binary, the unit or /etc/default/scx_fastpath is left.
 test_uninstall() {
 	scripts/install --uninstall 2>&1 | sed 's/^/    | /'
 	say "after --uninstall: $(systemctl is-enabled "$UNIT" 2>&1), left: $(stat -c %n "$BIN" "/etc/systemd/system/$UNIT.service" /etc/default/scx_fastpath 2>/dev/null | tr '\n' ' ')"
 	[ ! -e "$BIN" ] && [ ! -e "/etc/systemd/system/$UNIT.service" ] && [ ! -e /etc/default/scx_fastpath ]
 }
 
-# The Debian package (scripts/package): enabled but not started on
-# install, starts and attaches, reinstalls over itself (an upgrade) and
-# runs on, and a purge stops it and leaves none of its files.
+# Shows: the .deb (scripts/package) installs enabled and inactive (not
+# started), starts and attaches, upgrades over itself (a reinstall of the
+# same version restarts a running service) and runs on; a purge stops it
+# and leaves none of its files.
+# Fails: any of these does not hold, or there is no .deb in target/debian.
 test_package() {
 	local ok=0 files
 	[ -n "$DEB" ] || { say "no target/debian/scx-fastpath_*.deb (run scripts/package)"; return 1; }
@@ -256,8 +288,10 @@ test_package() {
 	return $ok
 }
 
-# The package where scx.service is enabled: installed, not enabled (the
-# admin chose scx.service), and postinst says how to switch.
+# Shows: the package where scx.service is enabled: installed, not enabled
+# (the admin chose scx.service), and postinst says how to switch.
+# Fails: the unit is enabled, or postinst does not say why it left it
+# disabled.
 test_package_beside_scx() {
 	local ok=0
 	[ -n "$DEB" ] || { say "no target/debian/scx-fastpath_*.deb (run scripts/package)"; return 1; }

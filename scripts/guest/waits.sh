@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# Area: Bounded waits
 # Tests of bounded waits (sourced by integration.sh, which defines NCPU and
 # sources lib.sh): no task waits long when the scheduler attaches to, or
 # restarts on, a machine that is already loaded.
@@ -51,17 +52,22 @@ AUL_PHASES=(
 	"hotplug-restarts $AUL_OFFLINE $AUL_SECS"
 )
 
-# Attach to a loaded machine, and restart there after CPU hotplug, without
-# leaving any task waiting: under the demo's load, with scx_fastpath
-# attached 4 s in and a CPU taken offline and back (two restarts of the
-# loader), in each phase (from the attach to the hotplug, from the hotplug
-# to the end) no hog's longest time off the CPU exceeds 4x the default
-# scheduler's longest in the same phase, in the same guest under the same
-# load and hotplug, plus 20 ms; the starvation guard never fires (no
-# starve_rescue, no "starvation guard" line); the loader is attached at the
-# end. It fails where a CPU's clock stays behind a task that keeps the
-# CPU: a task that then arrives there runs on until it has caught up (over
-# a second, with the guard firing, before the clock moved on kept runs).
+# Shows: attach to a loaded machine, and restart there after CPU hotplug,
+# without leaving any task waiting: the demo's load (a hog per CPU and one
+# pinned to CPU 0, each measuring its own longest time off the CPU, and a
+# pipe pair) for 24 s, under the default scheduler and then with
+# scx_fastpath attached 4 s in; the last CPU goes offline at 11 s and
+# online at 15 s (two restarts of the loader). In each phase (from the
+# attach to the hotplug, from the hotplug to the end) no hog's longest
+# time off the CPU exceeds 4x the default scheduler's longest in the same
+# phase, in the same guest under the same load and hotplug, plus 20 ms;
+# the starvation guard never fires (no starve_rescue, no "starvation
+# guard" line); the loader is attached at the end.
+# Fails: in either phase a hog waits over that bound, the starvation guard
+# fires, or the loader is not attached at the end. It fails where a CPU's
+# clock stays behind a task that keeps the CPU: a task that then arrives
+# there runs on until it has caught up (over a second, with the guard
+# firing, before the clock moved on kept runs).
 test_attach_under_load() {
 	local m def fp def_ms fp_ms bound ok=0 rescues ph name a b
 	m=$(dmesg_mark)
