@@ -35,7 +35,7 @@ llcs=$(for c in /sys/devices/system/cpu/cpu[0-9]*/cache; do
 	last=$(find "$c" -maxdepth 1 -name 'index*' | sort -V | tail -n 1)
 	cat "$last/shared_cpu_list"
 done | sort -u | wc -l)
-echo "guest: $n vCPUs, $llcs LLCs; load: $n hogs at 50%, $((n / 2 > 0 ? n / 2 : 1)) pipe pairs, $SECS s"
+echo "guest: kernel $(uname -r), $n vCPUs, $llcs LLCs; load: $n hogs at 50%, $((n / 2 > 0 ? n / 2 : 1)) pipe pairs, $SECS s"
 for r in $(seq "$ROUNDS"); do
 	for s in $SCHEDS; do
 		name=${s%%=*} SCHED=${s#*=}

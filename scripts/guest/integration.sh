@@ -55,8 +55,8 @@ DEFAULT_TESTS="verifier attach attach_under_load weights cgroup_hierarchy wakee_
 FAULT_TESTS="hotplug_loop sysrq_disable sigstop cgroup_churn many_tasks rt_each_cpu soak_shares soak"
 FAULT_TESTS="$FAULT_TESTS$(for _ in 1 2 3 4; do printf ' sleeper_storm hog_storm hold_races'; done)"
 # Run only when named in TESTS: scxtop needs SCXTOP, topology a guest
-# shaped by scripts/test.
-NAMED_TESTS="scxtop topology"
+# shaped by scripts/test, rebalance one with several LLCs.
+NAMED_TESTS="scxtop topology rebalance"
 # A test_ function in none of the lists would never run: refuse to start.
 for f in $(declare -F | awk '$3 ~ /^test_/ {print substr($3, 6)}'); do
 	case " $DEFAULT_TESTS $FAULT_TESTS $NAMED_TESTS " in

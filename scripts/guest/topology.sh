@@ -78,38 +78,28 @@ cpulist_count() {
 	echo "$n"
 }
 
-# Steals, LLC first (llc_steal): the same steal-heavy load (CPU hogs beside
-# context-switching pairs, more tasks than CPUs, some idling now and then)
-# under the default and under --ablate llc-steal. The loader must see the LLCs
-# sysfs shows. Where there are several, by default steal_near_kept moves
-# (a near head taken over a far one that had waited longer) and a smaller
-# share of steals cross LLCs than with --ablate llc-steal, under which
-# steal_near_kept stays 0; where there is one, nothing counts as far.
+# Steals follow the topology: the same steal-heavy load (CPU hogs beside
+# switch pairs). The loader must see the LLCs sysfs shows. With one LLC no
+# steal counts as far; with several, the share of steals from another LLC
+# must be below what a steal blind to the topology would take from there
+# (the other LLCs' share of the other CPUs).
 llc_steal_check() {
-	local llcs seen args stolen far kept share ok=0 shares=()
+	local llcs llc_cpus seen stolen far share blind ok=0
 	llcs=$(nr_llcs)
-	for args in "" "--ablate llc-steal"; do
-		# shellcheck disable=SC2086 # args is a word list
-		start_sched $args || return 1
-		seen=$(grep -o '[0-9]* LLCs)' "$SCHED_LOG" | grep -o '^[0-9]*')
-		[ "$seen" = "$llcs" ] || { say "the loader saw ${seen:-no} LLCs, sysfs shows $llcs"; ok=1; }
-		stress-ng --temp-path "$WORK" --cpu "$NCPU" --switch $((NCPU / 2)) --timeout 8s --quiet
-		stop_sched || ok=1
-		stolen=$(counter_total disp_stolen) far=$(counter_total disp_stolen_far)
-		kept=$(counter_total steal_near_kept)
-		share=$((100 * ${far:-0} / (${stolen:-0} > 0 ? stolen : 1)))
-		shares+=("$share")
-		say "${args:-default}: $llcs LLCs; steals $stolen, from another LLC $far ($share%), near kept over far $kept"
-		if [ "$llcs" -le 1 ]; then
-			[ "${far:-0}" -eq 0 ] && [ "${kept:-0}" -eq 0 ] || { say "steals counted as far with one LLC"; ok=1; }
-		elif [ -n "$args" ]; then
-			[ "${kept:-0}" -eq 0 ] || { say "steal_near_kept moved with --ablate llc-steal"; ok=1; }
-		else
-			[ "${kept:-0}" -gt 0 ] || { say "steal_near_kept did not move"; ok=1; }
-		fi
-	done
-	if [ "$llcs" -gt 1 ] && [ "${shares[0]}" -ge "${shares[1]}" ]; then
-		say "LLC first did not lower the share of steals from another LLC (${shares[0]}% against ${shares[1]}%)"
+	llc_cpus=$(cpulist_count "$(cat /sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list 2>/dev/null || echo 0-$((NCPU - 1)))")
+	start_sched || return 1
+	seen=$(grep -o '[0-9]* LLCs)' "$SCHED_LOG" | grep -o '^[0-9]*')
+	[ "$seen" = "$llcs" ] || { say "the loader saw ${seen:-no} LLCs, sysfs shows $llcs"; ok=1; }
+	stress-ng --temp-path "$WORK" --cpu "$NCPU" --switch $((NCPU / 2)) --timeout 8s --quiet
+	stop_sched || ok=1
+	stolen=$(counter_total disp_stolen) far=$(counter_total disp_stolen_far)
+	share=$((100 * ${far:-0} / (${stolen:-0} > 0 ? stolen : 1)))
+	blind=$((100 * (NCPU - llc_cpus) / (NCPU > 1 ? NCPU - 1 : 1)))
+	say "$llcs LLCs of $llc_cpus CPUs; steals $stolen, from another LLC $far ($share%; blind to the topology: $blind%)"
+	if [ "$llcs" -le 1 ]; then
+		[ "${far:-0}" -eq 0 ] || { say "steals counted as far with one LLC"; ok=1; }
+	elif [ "$share" -ge "$blind" ]; then
+		say "steals crossed LLCs as often as a topology-blind choice would"
 		ok=1
 	fi
 	return $ok
@@ -121,9 +111,9 @@ llc_steal_check() {
 # that shape and not on a default 2-vCPU guest; the scheduler attaches
 # there, sees every CPU and stays attached under a hog per CPU. Then
 # llc_steal_check: the loader counts the LLCs sysfs shows; under a
-# steal-heavy load, with several LLCs `steal_near_kept` moves by default
-# and stays 0 with --ablate llc-steal, and a smaller share of steals
-# crosses LLCs; with one LLC no steal counts as far.
+# steal-heavy load, with several LLCs a smaller share of steals crosses
+# LLCs than a choice blind to the topology would take; with one LLC no
+# steal counts as far.
 # Fails: a shape QEMU did not apply, the scheduler does not attach or is
 # ejected, or a steal check above does not hold.
 test_topology() {
@@ -150,6 +140,82 @@ test_topology() {
 	n=$(counter_total disp_stolen)
 	say "tasks taken from another CPU's DSQ: ${n:-missing}"
 	llc_steal_check || ok=1
+	check_no_kernel_errors "$m" || ok=1
+	return $ok
+}
+
+# One run of the rebalance load: NCPU busy loops started on CPUs $1 (the
+# first LLC), then allowed on every CPU (stress-ng's workers exit when
+# their affinity changes); after 2 s to settle, prints each hog's
+# share of a CPU over the next 8 s, in percent, from its own CPU time
+# (utime + stime, which the kernel scales to its precise run time; the
+# per-CPU times of /proc/stat lose ticks when the host deschedules a vCPU).
+task_ticks() {
+	local stat f
+	read -r stat <"/proc/$1/stat" || return 1
+	read -ra f <<<"${stat##*) }"
+	TICKS=$((f[11] + f[12])) TICKS_AT=${EPOCHREALTIME/./}
+}
+
+rebalance_run() {
+	local llc0=$1 pid pids=() t0=() at0=() i hz
+	hz=$(getconf CLK_TCK)
+	for i in $(seq "$NCPU"); do
+		taskset -c "$llc0" sh -c 'while :; do :; done' &
+		pids+=($!)
+	done
+	sleep 1
+	for pid in "${pids[@]}"; do
+		taskset -p -c "0-$((NCPU - 1))" "$pid" >/dev/null
+	done
+	sleep 2
+	# Builtins only from here (no fork, which takes long on a loaded
+	# guest), and each hog's own window.
+	for pid in "${pids[@]}"; do
+		task_ticks "$pid" || return 1
+		t0+=("$TICKS") at0+=("$TICKS_AT")
+	done
+	read -r -t 8 <> <(:) || true
+	i=0
+	for pid in "${pids[@]}"; do
+		task_ticks "$pid" &&
+			echo $((100 * 1000000 * (TICKS - t0[i]) / (hz * (TICKS_AT - at0[i]))))
+		i=$((i + 1))
+	done
+	kill "${pids[@]}" 2>/dev/null
+	wait "${pids[@]}" 2>/dev/null
+}
+
+# Shows: busy LLCs rebalance. In a guest with several LLCs (scripts/test's
+# numa-2x4), as many CPU hogs as CPUs are forked on the first LLC's CPUs
+# and then allowed on all; after 2 s each must get at least 80% of an even
+# share (one CPU each), under scx_fastpath; the default scheduler's shares
+# are printed for reference.
+# Fails: the other LLC's CPUs stay idle while the first LLC's queue two
+# hogs each (a steal that never looks past its own LLC, or an idle CPU
+# that nobody kicks): the hogs get half a CPU each.
+test_rebalance() {
+	local m llc0 line pct min n ok=0 what
+	m=$(dmesg_mark)
+	[ "$(nr_llcs)" -gt 1 ] || { say "one LLC: nothing to rebalance (run it in a guest with several)"; return 1; }
+	llc0=$(cat /sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list)
+	for what in default fastpath; do
+		if [ "$what" = fastpath ]; then
+			start_sched || return 1
+		fi
+		min=100 line="" n=0
+		while read -r pct; do
+			line+=" $pct%" n=$((n + 1))
+			[ "$pct" -lt "$min" ] && min=$pct
+		done < <(rebalance_run "$llc0")
+		say "$what: $NCPU hogs forked on CPUs $llc0, then allowed on all; each one's share of a CPU:$line"
+		[ "$n" -eq "$NCPU" ] || { say "measured $n hogs, not $NCPU"; ok=1; }
+		if [ "$what" = fastpath ]; then
+			still_attached "after the load" || ok=1
+			stop_sched || ok=1
+			[ "$min" -ge 80 ] || { say "a hog got $min% of a CPU, under 80% of an even share"; ok=1; }
+		fi
+	done
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
