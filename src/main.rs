@@ -13,8 +13,8 @@ mod scheduler;
 mod stats;
 mod stats_server;
 mod stdout;
-mod tui;
 mod topology;
+mod tui;
 mod tunables;
 
 use std::io::IsTerminal;

@@ -13,7 +13,6 @@ use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 
 use crate::bpf_intf;
-use crate::topology;
 use crate::bpf_skel::types::fp_tune as FpTune;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::cli::Opts;
@@ -22,6 +21,7 @@ use crate::preflight;
 use crate::stats::{self, CpuMetrics, HoldWindows, Metrics, NR_STATS};
 use crate::stats_server::{self, Reply, Request};
 use crate::stdout;
+use crate::topology;
 use crate::tunables::Id;
 use scx_stats::StatsServer;
 

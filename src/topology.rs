@@ -55,7 +55,11 @@ pub fn layout(places: &[Place]) -> Layout {
         let mut start = 0;
         while start < cpus.len() {
             let k = key(cpus[start], level);
-            let end = start + cpus[start..].iter().take_while(|&&c| key(c, level) == k).count();
+            let end = start
+                + cpus[start..]
+                    .iter()
+                    .take_while(|&&c| key(c, level) == k)
+                    .count();
             for &c in &cpus[start..end] {
                 topo[c].base[level] = start as u16;
                 topo[c].span[level] = (end - start) as u16;
@@ -166,6 +170,9 @@ mod tests {
         let p: Vec<Place> = (0..4).map(|c| Some((0, 0, c))).collect();
         let l = layout(&p);
         assert_eq!(l.nr_llcs, 1);
-        assert_eq!((0..4).map(|i| near(&l, 2, i)).collect::<Vec<_>>(), [2, 3, 0, 1]);
+        assert_eq!(
+            (0..4).map(|i| near(&l, 2, i)).collect::<Vec<_>>(),
+            [2, 3, 0, 1]
+        );
     }
 }
