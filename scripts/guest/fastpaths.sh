@@ -131,17 +131,12 @@ switch_workload() {
 # Fails: the wakees go through the DSQ by default, wake_local moves with
 # the switch off, or no wakee goes through the DSQ then.
 test_wake_local() {
-	local m ok=0 wl moved
+	local m ok=0
 	m=$(dmesg_mark)
-	run_under_sched switch_workload || return 1
-	wl=$(say_counters wake_local 2>/dev/null) moved=$(say_counters disp_cpu_dsq 2>/dev/null)
-	say "on : a ping-pong on CPU 0: $(cat "$WORK/workload.log") ops/s, wake_local=$wl disp_cpu_dsq=$moved"
-	[ "$wl" -gt "$moved" ] || { say "fewer wakees went local than through the DSQ"; ok=1; }
-	SCHED_ARGS="--ablate wake-local" run_under_sched switch_workload || return 1
-	wl=$(say_counters wake_local 2>/dev/null) moved=$(say_counters disp_cpu_dsq 2>/dev/null)
-	say "off: a ping-pong on CPU 0, --ablate wake-local: $(cat "$WORK/workload.log") ops/s, wake_local=$wl disp_cpu_dsq=$moved"
-	[ "$wl" -eq 0 ] || { say "wake_local moved with --ablate wake-local"; ok=1; }
-	[ "$moved" -gt 0 ] || { say "no wakee went through the DSQ with --ablate wake-local"; ok=1; }
+	on_off_counters switch_workload wake-local wake_local disp_cpu_dsq "a ping-pong on CPU 0" || return 1
+	[ "${ON[0]}" -gt "${ON[1]}" ] || { say "fewer wakees went local than through the DSQ"; ok=1; }
+	[ "${OFF[0]}" -eq 0 ] || { say "wake_local moved with --ablate wake-local"; ok=1; }
+	[ "${OFF[1]}" -gt 0 ] || { say "no wakee went through the DSQ with --ablate wake-local"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }
@@ -162,17 +157,12 @@ yield_workload() {
 # Fails: the shortcut is not taken, or is taken when off, or no yield is
 # counted when off.
 test_fast_yield() {
-	local m ok=0 kept given
+	local m ok=0
 	m=$(dmesg_mark)
-	run_under_sched yield_workload || return 1
-	kept=$(say_counters yield_kept 2>/dev/null) given=$(say_counters yield_given 2>/dev/null)
-	say "on : stress-ng yield: $(cat "$WORK/workload.log") ops/s, yield_kept=$kept yield_given=$given"
-	[ "$kept" -gt 0 ] || { say "no yield went on without a round trip"; ok=1; }
-	SCHED_ARGS="--ablate fast-yield" run_under_sched yield_workload || return 1
-	kept=$(say_counters yield_kept 2>/dev/null) given=$(say_counters yield_given 2>/dev/null)
-	say "off: stress-ng yield, --ablate fast-yield: $(cat "$WORK/workload.log") ops/s, yield_kept=$kept yield_given=$given"
-	[ "$kept" -eq 0 ] || { say "yield_kept moved with --ablate fast-yield"; ok=1; }
-	[ "$given" -gt 0 ] || { say "no yield was counted with --ablate fast-yield"; ok=1; }
+	on_off_counters yield_workload fast-yield yield_kept yield_given "stress-ng yield" || return 1
+	[ "${ON[0]}" -gt 0 ] || { say "no yield went on without a round trip"; ok=1; }
+	[ "${OFF[0]}" -eq 0 ] || { say "yield_kept moved with --ablate fast-yield"; ok=1; }
+	[ "${OFF[1]}" -gt 0 ] || { say "no yield was counted with --ablate fast-yield"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }

@@ -323,6 +323,26 @@ run_under_sched() {
 	return $rc
 }
 
+# A mechanism on and off: run workload $1 under the default scheduler
+# settings, then with --ablate $2, and read counters $3 and $4 after each.
+# Prints a line per run ("on :" and "off:", the workload's ops/s as it
+# printed them, $5 naming the workload) and sets ON and OFF to the two
+# counters' totals (0 where a counter is missing).
+on_off_counters() {
+	local workload=$1 ablate=$2 a=$3 b=$4 what=$5 args
+	for args in "" "--ablate $ablate"; do
+		SCHED_ARGS=$args run_under_sched "$workload" || return 1
+		set -- "$(counter_total "$a")" "$(counter_total "$b")"
+		if [ -z "$args" ]; then
+			ON=("${1:-0}" "${2:-0}")
+			say "on : $what: $(cat "$WORK/workload.log") ops/s, $a=${ON[0]} $b=${ON[1]}"
+		else
+			OFF=("${1:-0}" "${2:-0}")
+			say "off: $what, $args: $(cat "$WORK/workload.log") ops/s, $a=${OFF[0]} $b=${OFF[1]}"
+		fi
+	done
+}
+
 # Attached, loader alive, and the loader's own exit line not an error: $1
 # says when.
 still_attached() {
