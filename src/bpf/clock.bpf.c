@@ -62,6 +62,20 @@ static __always_inline void place_task(struct task_struct *p,
 	tctx->cpu = cpu;
 }
 
+/*
+ * @p's run begins: what it is charged from and at (see task_ctx->run_sum).
+ * Charging a run against another task's start, or at weight 0, would add
+ * the task's whole lifetime of CPU time to its vtime, times 100: a task
+ * that had run 4 s before the scheduler attached came back 400 s ahead,
+ * behind everything, and ran only when the starvation guard took it.
+ */
+static __always_inline void start_run(struct task_struct *p, struct task_ctx *tctx,
+				      u32 weight)
+{
+	tctx->run_sum = p->se.sum_exec_runtime;
+	tctx->run_weight = weight ?: 1;
+}
+
 /* @p's vtime as it is queued on @cpu's DSQ. */
 static __always_inline u64 task_vtime(struct task_struct *p, s32 cpu)
 {
@@ -85,8 +99,8 @@ static u64 running_vtime(struct task_struct *prev, s32 cpu)
 
 	if (!tctx)
 		return cctx->vmin;
-	used = prev->se.sum_exec_runtime - cctx->curr_sum_start;
-	return tctx->vtime + used * 100 / (cctx->curr_weight ?: 1);
+	used = prev->se.sum_exec_runtime - tctx->run_sum;
+	return tctx->vtime + used * 100 / tctx->run_weight;
 }
 
 /*

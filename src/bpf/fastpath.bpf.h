@@ -105,8 +105,6 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *		field written from outside, and only once per kick.
  *
  * Line 1, only ever touched by its own CPU:
- *   curr_sum_start	ops.running() writes, ops.stopping() and
- *		ops.dispatch() read.
  *   hold_window_ns, hold_expired_at	idle_hold() and ops.running().
  *   guard_at	when guard_starved() last looked (ops.dispatch()).
  *   redirect_pid, redirect_cpu	select_cpu() writes, the enqueue() of the
@@ -138,7 +136,6 @@ struct fp_cpu {
 	u8 __pad0[FP_CACHELINE - 48];
 
 	/* line 1: private */
-	u64 curr_sum_start;
 	u64 hold_window_ns;
 	u64 hold_expired_at;
 	u64 guard_at;
@@ -157,7 +154,7 @@ _Static_assert(sizeof(struct fp_cpu) == 2 * FP_CACHELINE,
 _Static_assert(__builtin_offsetof(struct fp_cpu, kicked) < FP_CACHELINE,
 	       "remotely read fields must all sit on line 0");
 
-_Static_assert(__builtin_offsetof(struct fp_cpu, curr_sum_start) == FP_CACHELINE,
+_Static_assert(__builtin_offsetof(struct fp_cpu, hold_window_ns) == FP_CACHELINE,
 	       "private fields must start line 1");
 
 _Static_assert(__builtin_offsetof(struct fp_cpu, none_idle_seen) < 2 * FP_CACHELINE,
@@ -230,6 +227,15 @@ struct task_ctx {
 	u64 avg_run;	/* CPU time per run (running to stopping), averaged */
 	u32 runs_kept;	/* runs in a row that ended with it still runnable */
 	u32 hog;	/* in the CPU hog class (hog_class()) */
+	/*
+	 * Its run: se.sum_exec_runtime when it began, and the weight it is
+	 * charged at. Set by ops.running(), and by ops.enable() for a task
+	 * that enters sched_ext while it runs (attaching to a loaded
+	 * machine): the core calls ops.stopping() for that run without an
+	 * ops.running() before it.
+	 */
+	u64 run_sum;
+	u32 run_weight;
 };
 
 struct {

@@ -64,6 +64,8 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	if (tctx)
 		cgroup_count_task(p, tctx);
 	cctx->curr_weight = tctx ? task_weight(p, tctx) : 100;
+	if (tctx)
+		start_run(p, tctx, cctx->curr_weight);
 	cut_light_slice(p, cpu, now);
 	WRITE_ONCE(cctx->curr_busy, 1);
 	WRITE_ONCE(cctx->curr_kthread, !!(p->flags & PF_KTHREAD));
@@ -71,7 +73,6 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	if (unlikely(FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked))))
 		WRITE_ONCE(cctx->kicked, 0);
 
-	cctx->curr_sum_start = p->se.sum_exec_runtime;
 	cctx->curr_keeps_running = tctx && tctx->runs_kept >= FP_AWAY_RUNS;
 	cctx->curr_blocked = tctx && !tctx->runs_kept;
 	if (unlikely(FP_BRANCH(FP_BR_RUNNING_ADAPT, cctx->hold_expired_at)))
@@ -92,11 +93,10 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 
 	/*
 	 * The core updated se.sum_exec_runtime just before calling us, so the
-	 * time used needs no clock read here. The weight is the one
-	 * ops.running() recorded for this run.
+	 * time used needs no clock read here.
 	 */
-	used = p->se.sum_exec_runtime - cctx->curr_sum_start;
-	tctx->vtime += used * 100 / (cctx->curr_weight ?: 1);
+	used = p->se.sum_exec_runtime - tctx->run_sum;
+	tctx->vtime += used * 100 / tctx->run_weight;
 	tctx->avg_run = tctx->avg_run - tctx->avg_run / 4 + used / 4;
 	update_hog(tctx);
 	if (runnable) {
@@ -146,5 +146,6 @@ void BPF_STRUCT_OPS(fastpath_enable, struct task_struct *p)
 		tctx->cpu = scx_bpf_task_cpu(p);
 		tctx->vtime = cpu_vmin(tctx->cpu);
 		tctx->asleep = 0;
+		start_run(p, tctx, task_weight(p, tctx));
 	}
 }
