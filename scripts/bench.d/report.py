@@ -294,7 +294,8 @@ class Report:
                       "helps": sum(1 for p in per.values() if p["contribution"] > 1 and p["beyond_noise"]),
                       "hurts": sum(1 for p in per.values() if p["contribution"] < 1 and p["beyond_noise"]),
                       "stress_geomean": stress,
-                      "per_metric": {f"{k[0]}: {k[1]}": p["contribution"] for k, p in per.items()}}
+                      "per_metric": {f"{k[0]}: {k[1]}": p["contribution"] for k, p in per.items()},
+                      "beyond_noise": [f"{k[0]}: {k[1]}" for k, p in per.items() if p["beyond_noise"]]}
         return out
 
     def bpf_table(self):
@@ -636,10 +637,23 @@ def snippet(path):
         gb = f"; against `{TWIN}` {v['geomean_vs_twin']:.3f}×" if v.get("geomean_vs_twin") else ""
         out.append(f"- {s}: geomean {gm} over {v['metrics']} metrics "
               f"({v['wins']} better, {v['losses']} worse, {v['failed']} failed{gb})")
-    for v, c in (j.get("contributions") or {}).items():
-        gm = f"{c['geomean']:.3f}×" if c.get("geomean") else "n/a"
-        out.append(f"- fast path `{c.get('switch')}` ({v}): contribution {gm} over {c.get('metrics')} metrics "
-              f"({c.get('helps')} helped, {c.get('hurts')} hurt beyond noise; > 1 = the path helps)")
+    contrib = j.get("contributions") or {}
+    if contrib:
+        out.append("")
+        out.append("What each mechanism buys, from the same run: `fastpath` against a variant with that "
+                   "one mechanism switched the other way, on the workloads that exercise it; > 1 = the "
+                   "mechanism helps. Effects are the largest outside their row's noise.")
+        out.append("")
+        out.append("| mechanism (variant's switch) | contribution | helps / hurts | largest effects |")
+        out.append("|---|---|---|---|")
+        for v, c in contrib.items():
+            gm = f"{c['geomean']:.3f}× over {c.get('metrics')}" if c.get("geomean") else "n/a"
+            pm = c.get("per_metric") or {}
+            big = sorted((k for k in c.get("beyond_noise") or [] if k in pm),
+                         key=lambda k: -abs(math.log(pm[k])))[:3]
+            eff = ", ".join(f"{k} {pm[k]:.2f}×" for k in big) or "none beyond noise"
+            on = " (on in the variant)" if c.get("path_on_in") not in (None, "fastpath") else ""
+            out.append(f"| `{c.get('switch')}`{on} | {gm} | {c.get('helps')} / {c.get('hurts')} | {eff} |")
     fp = "fastpath"
     out.append("")
     out.append(f"| workload | metric | {fp} vs default |")
