@@ -630,14 +630,15 @@ def snippet(path):
     if nf:
         out.append(f"- Noise floor (default vs itself): median {nf['median'] * 100:.1f}%, "
               f"max {nf['max'] * 100:.1f}%")
+    contrib = j.get("contributions") or {}
     for s, v in j["summary"].items():
-        if s == "default-b":
+        # Ablation variants are the table below, not headline lines.
+        if s == "default-b" or s in contrib:
             continue
         gm = f"{v['geomean_better']:.3f}×" if v["geomean_better"] else "n/a"
         gb = f"; against `{TWIN}` {v['geomean_vs_twin']:.3f}×" if v.get("geomean_vs_twin") else ""
         out.append(f"- {s}: geomean {gm} over {v['metrics']} metrics "
               f"({v['wins']} better, {v['losses']} worse, {v['failed']} failed{gb})")
-    contrib = j.get("contributions") or {}
     if contrib:
         out.append("")
         out.append("What each mechanism buys, from the same run: `fastpath` against a variant with that "
@@ -647,6 +648,9 @@ def snippet(path):
         out.append("| mechanism (variant's switch) | contribution | helps / hurts | largest effects |")
         out.append("|---|---|---|---|")
         for v, c in contrib.items():
+            if not c.get("metrics"):
+                out.append(f"| `{c.get('switch')}` | did not run (see the full tables) | - | - |")
+                continue
             gm = f"{c['geomean']:.3f}× over {c.get('metrics')}" if c.get("geomean") else "n/a"
             pm = c.get("per_metric") or {}
             big = sorted((k for k in c.get("beyond_noise") or [] if k in pm),
