@@ -632,32 +632,13 @@ def snippet(path):
               f"max {nf['max'] * 100:.1f}%")
     contrib = j.get("contributions") or {}
     for s, v in j["summary"].items():
-        # Ablation variants are the table below, not headline lines.
+        # Ablation variants are the README's other block, not headline lines.
         if s == "default-b" or s in contrib:
             continue
         gm = f"{v['geomean_better']:.3f}×" if v["geomean_better"] else "n/a"
         gb = f"; against `{TWIN}` {v['geomean_vs_twin']:.3f}×" if v.get("geomean_vs_twin") else ""
         out.append(f"- {s}: geomean {gm} over {v['metrics']} metrics "
               f"({v['wins']} better, {v['losses']} worse, {v['failed']} failed{gb})")
-    if contrib:
-        out.append("")
-        out.append("What each mechanism buys, from the same run: `fastpath` against a variant with that "
-                   "one mechanism switched the other way, on the workloads that exercise it; > 1 = the "
-                   "mechanism helps. Effects are the largest outside their row's noise.")
-        out.append("")
-        out.append("| mechanism (variant's switch) | contribution | helps / hurts | largest effects |")
-        out.append("|---|---|---|---|")
-        for v, c in contrib.items():
-            if not c.get("metrics"):
-                out.append(f"| `{c.get('switch')}` | did not run (see the full tables) | - | - |")
-                continue
-            gm = f"{c['geomean']:.3f}× over {c.get('metrics')}" if c.get("geomean") else "n/a"
-            pm = c.get("per_metric") or {}
-            big = sorted((k for k in c.get("beyond_noise") or [] if k in pm),
-                         key=lambda k: -abs(math.log(pm[k])))[:3]
-            eff = ", ".join(f"{k} {pm[k]:.2f}×" for k in big) or "none beyond noise"
-            on = " (on in the variant)" if c.get("path_on_in") not in (None, "fastpath") else ""
-            out.append(f"| `{c.get('switch')}`{on} | {gm} | {c.get('helps')} / {c.get('hurts')} | {eff} |")
     fp = "fastpath"
     out.append("")
     out.append(f"| workload | metric | {fp} vs default |")
@@ -671,48 +652,92 @@ def snippet(path):
     return "".join(line + "\n" for line in out)
 
 
-# The README's bench block: the lines between these two marker lines.
-README_OPEN = "<!-- bench-snippet: output of scripts/bench --readme-snippet -->\n"
-README_CLOSE = "<!-- /bench-snippet -->"
+def ablation_snippet(path):
+    """What each mechanism buys, from the published ablation run's
+    latest.json: the text of the README's ablations block."""
+    out = []
+    with open(path) as f:
+        j = json.load(f)
+    g, m, nf = j["guest"], j["meta"], j.get("noise_floor")
+    contrib = j.get("contributions") or {}
+    if not contrib:
+        sys.exit(f"report.py: {path} is a run without ablation variants")
+    fp = j["summary"].get("fastpath", {})
+    gm = f"{fp['geomean_better']:.3f}×" if fp.get("geomean_better") else "n/a"
+    out.append(f"Ablation run ({j['date']}, {g.get('vcpus')}-vCPU QEMU TCG guest, {m.get('rounds')} rounds; "
+               f"full tables: {os.path.join(os.path.dirname(path), 'latest.md')}): `fastpath` against a "
+               "variant with that one mechanism switched the other way, on the workloads that exercise "
+               "it; > 1 = the mechanism helps. Helps / hurts count metrics outside their row's noise; "
+               "the largest effects are among those.")
+    out.append("")
+    if nf:
+        out.append(f"- Noise floor (default vs itself): median {nf['median'] * 100:.1f}%, "
+                   f"max {nf['max'] * 100:.1f}%; fastpath in this run: {gm} of the default")
+        out.append("")
+    out.append("| mechanism (variant's switch) | contribution | helps / hurts | largest effects |")
+    out.append("|---|---|---|---|")
+    for v, c in contrib.items():
+        if not c.get("metrics"):
+            out.append(f"| `{c.get('switch')}` | did not run (see the full tables) | - | - |")
+            continue
+        gm = f"{c['geomean']:.3f}× over {c.get('metrics')}" if c.get("geomean") else "n/a"
+        pm = c.get("per_metric") or {}
+        big = sorted((k for k in c.get("beyond_noise") or [] if k in pm),
+                     key=lambda k: -abs(math.log(pm[k])))[:3]
+        eff = ", ".join(f"{k} {pm[k]:.2f}×" for k in big) or "none beyond noise"
+        on = " (on in the variant)" if c.get("path_on_in") not in (None, "fastpath") else ""
+        out.append(f"| `{c.get('switch')}`{on} | {gm} | {c.get('helps')} / {c.get('hurts')} | {eff} |")
+    return "".join(line + "\n" for line in out)
 
 
-def readme_block(text, readme):
-    """(start, end) of the bench block's text in README text `text`."""
-    start = text.find(README_OPEN)
+# The README's two generated blocks: the lines between each pair of marker
+# lines, and the function that makes their text from a latest.json.
+BLOCKS = {
+    "headline": ("<!-- bench-snippet: output of scripts/bench --readme-snippet -->\n",
+                 "<!-- /bench-snippet -->", snippet),
+    "ablations": ("<!-- ablations-snippet: output of scripts/bench --readme-ablations -->\n",
+                  "<!-- /ablations-snippet -->", ablation_snippet),
+}
+
+
+def readme_block(text, readme, kind):
+    """(start, end) of block `kind`'s text in README text `text`."""
+    opening, closing, _ = BLOCKS[kind]
+    start = text.find(opening)
     if start < 0:
-        sys.exit(f"report.py: {readme} has no line {README_OPEN.strip()!r}")
-    start += len(README_OPEN)
-    end = text.find(README_CLOSE, start)
+        sys.exit(f"report.py: {readme} has no line {opening.strip()!r}")
+    start += len(opening)
+    end = text.find(closing, start)
     if end < 0:
-        sys.exit(f"report.py: {readme}'s bench block is not closed by {README_CLOSE!r}")
+        sys.exit(f"report.py: {readme}'s {kind} block is not closed by {closing!r}")
     return start, end
 
 
-def check_readme(readme, latest):
-    """0 if the README's bench block is the snippet of `latest`, else 1 with a diff."""
+def check_readme(readme, latest, kind):
+    """0 if the README's block `kind` is the snippet of `latest`, else 1 with a diff."""
     with open(readme) as f:
         text = f.read()
-    start, end = readme_block(text, readme)
-    want = snippet(latest)
+    start, end = readme_block(text, readme, kind)
+    want = BLOCKS[kind][2](latest)
     if text[start:end] == want:
-        print(f"report: {readme}'s bench block is the snippet of {latest}")
+        print(f"report: {readme}'s {kind} block is the snippet of {latest}")
         return 0
     diff = difflib.unified_diff(text[start:end].splitlines(True), want.splitlines(True),
-                                f"{readme} (bench block)", f"snippet of {latest}")
+                                f"{readme} ({kind} block)", f"snippet of {latest}")
     sys.stderr.writelines(diff)
-    print(f"report: {readme}'s bench block differs from the snippet of {latest}: "
+    print(f"report: {readme}'s {kind} block differs from the snippet of {latest}: "
           f"scripts/bench --update-readme writes it", file=sys.stderr)
     return 1
 
 
-def update_readme(readme, latest):
-    """Write the snippet of `latest` into the README's bench block."""
+def update_readme(readme, latest, kind):
+    """Write the snippet of `latest` into the README's block `kind`."""
     with open(readme) as f:
         text = f.read()
-    start, end = readme_block(text, readme)
+    start, end = readme_block(text, readme, kind)
     with open(readme, "w") as f:
-        f.write(text[:start] + snippet(latest) + text[end:])
-    print(f"report: wrote the snippet of {latest} into {readme}")
+        f.write(text[:start] + BLOCKS[kind][2](latest) + text[end:])
+    print(f"report: wrote the snippet of {latest} into {readme}'s {kind} block")
     return 0
 
 
@@ -721,17 +746,20 @@ def main():
     ap.add_argument("--run", help="run directory (target/bench/<stamp>)")
     ap.add_argument("--out", default="target/bench/report")
     ap.add_argument("--snippet", metavar="LATEST_JSON")
-    ap.add_argument("--check-readme", metavar="README", help="with --snippet: exit 1 unless README's bench block is the snippet")
-    ap.add_argument("--update-readme", metavar="README", help="with --snippet: write the snippet into README's bench block")
+    ap.add_argument("--kind", choices=sorted(BLOCKS), default="headline",
+                    help="with --snippet: which README block (headline: the benchmark block; "
+                         "ablations: what each mechanism buys)")
+    ap.add_argument("--check-readme", metavar="README", help="with --snippet: exit 1 unless README's block is the snippet")
+    ap.add_argument("--update-readme", metavar="README", help="with --snippet: write the snippet into README's block")
     a = ap.parse_args()
     if (a.check_readme or a.update_readme) and not a.snippet:
         ap.error("--check-readme and --update-readme need --snippet LATEST_JSON")
     if a.check_readme:
-        return check_readme(a.check_readme, a.snippet)
+        return check_readme(a.check_readme, a.snippet, a.kind)
     if a.update_readme:
-        return update_readme(a.update_readme, a.snippet)
+        return update_readme(a.update_readme, a.snippet, a.kind)
     if a.snippet:
-        sys.stdout.write(snippet(a.snippet))
+        sys.stdout.write(BLOCKS[a.kind][2](a.snippet))
         return 0
     if not a.run:
         ap.error("--run or --snippet is required")
