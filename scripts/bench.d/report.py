@@ -624,7 +624,8 @@ def snippet(path):
         j = json.load(f)
     g, m, nf = j["guest"], j["meta"], j.get("noise_floor")
     out.append(f"Benchmarks ({j['date']}, {g.get('vcpus')}-vCPU QEMU TCG guest, kernel {g.get('kernel')}, "
-          f"{m.get('rounds')} rounds; full tables: {os.path.join(os.path.dirname(path), 'latest.md')}). "
+          f"{m.get('rounds')} rounds, {m.get('duration')} s per workload, {m.get('stress_duration')} s per stress-ng "
+          f"stressor; full tables: {os.path.join(os.path.dirname(path), 'latest.md')}). "
           "Ratios are to the default scheduler (EEVDF); > 1 is better.")
     out.append("")
     if nf:
@@ -664,7 +665,8 @@ def ablation_snippet(path):
         sys.exit(f"report.py: {path} is a run without ablation variants")
     fp = j["summary"].get("fastpath", {})
     gm = f"{fp['geomean_better']:.3f}×" if fp.get("geomean_better") else "n/a"
-    out.append(f"Ablation run ({j['date']}, {g.get('vcpus')}-vCPU QEMU TCG guest, {m.get('rounds')} rounds; "
+    out.append(f"Ablation run ({j['date']}, {g.get('vcpus')}-vCPU QEMU TCG guest, {m.get('rounds')} rounds, "
+               f"{m.get('duration')} s per workload, {m.get('stress_duration')} s per stress-ng stressor; "
                f"full tables: {os.path.join(os.path.dirname(path), 'latest.md')}): `fastpath` against a "
                "variant with that one mechanism switched the other way, on the workloads that exercise "
                "it; > 1 = the mechanism helps. Helps / hurts count metrics outside their row's noise; "
