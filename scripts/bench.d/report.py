@@ -640,16 +640,24 @@ def snippet(path):
         gb = f"; against `{TWIN}` {v['geomean_vs_twin']:.3f}×" if v.get("geomean_vs_twin") else ""
         out.append(f"- {s}: geomean {gm} over {v['metrics']} metrics "
               f"({v['wins']} better, {v['losses']} worse, {v['failed']} failed{gb})")
+    # fastpath's rows outside their noise, best and worst first; the
+    # full per-row table is in latest.md.
     fp = "fastpath"
-    out.append("")
-    out.append(f"| workload | metric | {fp} vs default |")
-    out.append("|---|---|---|")
+    better, worse, failed = [], [], []
     for r in j["rows"]:
+        c = r["cells"].get(fp, {})
         if r["missing"]:
             continue
-        c = r["cells"].get(fp, {})
-        val = f"{c['better']:.2f}×" if c.get("better") else c.get("status", "n/a")
-        out.append(f"| {r['workload']} | {r['metric']} | {val} |")
+        if not c.get("better"):
+            failed.append(f"{r['workload']} {r['metric']}")
+        elif abs(c["better"] - 1) > (r.get("noise") or 0):
+            (better if c["better"] > 1 else worse).append((c["better"], f"{r['workload']} {r['metric']}"))
+    for name, rows in (("better than the default", sorted(better, reverse=True)),
+                       ("worse than the default", sorted(worse))):
+        out.append(f"- {fp} {name} beyond the row's noise ({len(rows)}): "
+                   + (", ".join(f"{k} {x:.2f}×" for x, k in rows) or "none"))
+    if failed:
+        out.append(f"- {fp} FAILED: " + ", ".join(failed))
     return "".join(line + "\n" for line in out)
 
 
