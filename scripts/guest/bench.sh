@@ -152,6 +152,32 @@ sched_stop() {
 	fi
 }
 
+# A block's hard limit. Each workload has its own (run_limited), but a
+# scheduler that starves user space starves timeout(1) too, and a peer once
+# held a run's guest for 12 minutes that way. So a SCHED_FIFO timer, which
+# no sched_ext scheduler can starve, disables the BPF scheduler with
+# SysRq-S when a block overruns: the rest of the block runs under the
+# default scheduler and its metrics read FAILED (ejected).
+: "${BLOCK_LIMIT:=$((120 + 30 * DUR))}"
+WD_PID=
+block_watchdog_start() {
+	rm -f "$WORK/overrun"
+	# shellcheck disable=SC2016 # expanded by the timer's shell
+	chrt -f 50 bash -c 'sleep "$1" && echo "$2" >"$3" && echo S >/proc/sysrq-trigger' \
+		_ "$BLOCK_LIMIT" "$1" "$WORK/overrun" &
+	WD_PID=$!
+}
+
+# Stop the timer; returns 1 if it fired.
+block_watchdog_stop() {
+	[ -n "$WD_PID" ] || return 0
+	pkill -P "$WD_PID" 2>/dev/null || true
+	kill "$WD_PID" 2>/dev/null || true
+	wait "$WD_PID" 2>/dev/null || true
+	WD_PID=
+	[ ! -e "$WORK/overrun" ]
+}
+
 # --- workloads ----------------------------------------------------------------
 # Each item records one or more metrics, or FAILED with the reason. If the
 # scheduler died during the item, the item is FAILED (that is the result).
@@ -351,12 +377,16 @@ run_block() {
 	if [ -n "$SCHED_PID" ] && [ "$BPF_STATS" = 1 ]; then
 		bpf_snapshot "$SCHED_PID" >"$WORK/bpf.before" || true
 	fi
+	[ -z "$SCHED_PID" ] || block_watchdog_start "$name"
 	for g in ${block//,/ }; do
 		say "round $ROUND/$ROUNDS: $g under $name"
 		GROUP=$g
 		run_group "$g"
 	done
 	GROUP=
+	if ! block_watchdog_stop; then
+		say "round $ROUND: $name overran the block's limit of $BLOCK_LIMIT s; the watchdog disabled it (SysRq-S)"
+	fi
 	if [ -n "$SCHED_PID" ] && ! sched_alive; then
 		say "round $ROUND: $name exited or was ejected during $block; its log:"
 		sed 's/^/    | /' "$SCHED_LOG" | tail -n 10
