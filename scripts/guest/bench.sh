@@ -74,7 +74,7 @@ why() { grep -v '^[[:space:]]*$' "$OUTF" | tail -n 1 | cut -c1-160; }
 stage_binaries() {
 	local b p
 	cp "$BENCH_RUN"/bin/* "$BIN/"
-	for b in stress-ng hackbench cyclictest tbench tbench_srv bpftool awk; do
+	for b in stress-ng hackbench cyclictest tbench tbench_srv dbench xz bpftool awk; do
 		p=$(command -v "$b" 2>/dev/null) || continue
 		cp "$p" "$BIN/$b"
 	done
@@ -285,6 +285,49 @@ group_tbench() {
 	wait "$srv" 2>/dev/null || true
 }
 
+# --- held-out workloads ------------------------------------------------------------
+# Not in the suite: no policy is tuned on them (scripts/bench --held-out).
+
+# xz compressing XZ_MIB MiB of binaries in 1 MiB blocks with 2 threads per
+# CPU: CPU-bound threads that hand blocks to one writer.
+item_xz() {
+	local t0 t1 v
+	t0=$EPOCHREALTIME
+	if run_limited $((DUR * 6 + 30)) xz_run "$XZ_MIB"; then
+		t1=$EPOCHREALTIME
+		v=$(awk -v a="$t0" -v b="$t1" -v m="$XZ_MIB" 'BEGIN { printf "%.3f", m / (b - a) }')
+		check_alive "xz -T$((NCPU * 2))" MiB/s MiB/s 1 && rec "xz -T$((NCPU * 2))" MiB/s "$v" MiB/s 1
+	else
+		rec "xz -T$((NCPU * 2))" MiB/s NA MiB/s 1 FAILED "xz: $(why)"
+	fi
+}
+
+# dbench on tmpfs: 4 client processes per CPU replaying a file server's
+# load (open, read, write, stat, unlink): short runs and many sleeps.
+item_dbench() {
+	local v wl="dbench $((NCPU * 4)) clients"
+	rm -rf "$WORK/dbench"
+	mkdir -p "$WORK/dbench"
+	if run_limited $((DUR * 6 + 60)) dbench -t "$DUR" -D "$WORK/dbench" -c "$WORK/client.txt" $((NCPU * 4)) &&
+		v=$(awk '$1 == "Throughput" { print $2 }' "$OUTF") && [ -n "$v" ]; then
+		check_alive "$wl" MB/s MB/s 1 && rec "$wl" MB/s "$v" MB/s 1
+	else
+		rec "$wl" MB/s NA MB/s 1 FAILED "dbench: $(why)"
+	fi
+}
+
+# perf bench epoll wait: 2 waiter threads per CPU, unpinned, woken by one
+# writer thread through epoll.
+item_epoll() {
+	local v wl="epoll wait $((NCPU * 2)) threads"
+	if run_limited $((DUR * 6 + 30)) perf bench epoll wait -n -t $((NCPU * 2)) -r "$DUR" &&
+		v=$(awk '$1 == "Averaged" { print $2 }' "$OUTF") && [ -n "$v" ]; then
+		check_alive "$wl" ops/s ops/s 1 && rec "$wl" ops/s "$v" ops/s 1
+	else
+		rec "$wl" ops/s NA ops/s 1 FAILED "perf bench epoll wait: $(why)"
+	fi
+}
+
 # Wakeup latency of a periodic SCHED_OTHER sleeper against nproc CPU hogs.
 item_cyclictest() {
 	local hog avg max wl="cyclictest vs ${NCPU} hogs"
@@ -322,6 +365,9 @@ run_group() {
 		item_hackbench socket
 		;;
 	cyclictest) item_cyclictest ;;
+	xz) item_xz ;;
+	dbench) item_dbench ;;
+	epoll) item_epoll ;;
 	*) say "unknown workload group $1" ;;
 	esac
 }
@@ -354,6 +400,17 @@ hb_run() { hackbench -p -g "$HB_GROUPS" -l "$1"; }
 fs_run() { "$BIN/forksleep" "$FORK_CHILDREN" "$1"; }
 ex_run() { taskset -c 0 "$BIN/execl" "$1"; }
 pp_run() { perf bench sched pipe -l "$1"; }
+xz_run() { head -c "$1M" "$WORK/xz.in" | xz -3 -T $((NCPU * 2)) --block-size=1MiB -c >/dev/null; }
+
+# xz's input: the staged binaries, repeated up to 128 MiB (calibration
+# stops there), so that it is the same bytes under every scheduler.
+make_xz_input() {
+	local f
+	: >"$WORK/xz.in"
+	while [ "$(stat -c %s "$WORK/xz.in")" -lt $((128 << 20)) ]; do
+		for f in "$BIN"/*; do cat "$f" >>"$WORK/xz.in"; done
+	done
+}
 
 # --- main -----------------------------------------------------------------------
 # Load scheduler $1 ($2), run the workload groups of block $3 (comma list)
@@ -460,6 +517,12 @@ main() {
 		execl) calibrate execl EXECL_N 200 ex_run ;;
 		forksleep) calibrate forksleep FORK_LOOPS 50 fs_run ;;
 		hackbench) calibrate hackbench HB_LOOPS 20 hb_run ;;
+		xz)
+			make_xz_input
+			calibrate xz XZ_MIB 1 xz_run
+			[ "$XZ_MIB" -le 128 ] || XZ_MIB=128
+			;;
+		dbench) cp /usr/share/dbench/client.txt "$WORK/client.txt" ;;
 		esac
 	done
 
