@@ -293,7 +293,7 @@ group_tbench() {
 item_xz() {
 	local t0 t1 v
 	t0=$EPOCHREALTIME
-	if run_limited $((DUR * 6 + 30)) xz_run "$XZ_MIB"; then
+	if run_limited $((DUR * 6 + 30)) xz -3 -T $((NCPU * 2)) --block-size=1MiB -c "$WORK/xz.in"; then
 		t1=$EPOCHREALTIME
 		v=$(awk -v a="$t0" -v b="$t1" -v m="$XZ_MIB" 'BEGIN { printf "%.3f", m / (b - a) }')
 		check_alive "xz -T$((NCPU * 2))" MiB/s MiB/s 1 && rec "xz -T$((NCPU * 2))" MiB/s "$v" MiB/s 1
@@ -400,16 +400,21 @@ hb_run() { hackbench -p -g "$HB_GROUPS" -l "$1"; }
 fs_run() { "$BIN/forksleep" "$FORK_CHILDREN" "$1"; }
 ex_run() { taskset -c 0 "$BIN/execl" "$1"; }
 pp_run() { perf bench sched pipe -l "$1"; }
-xz_run() { head -c "$1M" "$WORK/xz.in" | xz -3 -T $((NCPU * 2)) --block-size=1MiB -c >/dev/null; }
+xz_run() { head -c "$1M" "$WORK/xz.all" | xz -3 -T $((NCPU * 2)) --block-size=1MiB -c >/dev/null; }
 
 # xz's input: the staged binaries, repeated up to 128 MiB (calibration
-# stops there), so that it is the same bytes under every scheduler.
-make_xz_input() {
+# stops there); then its first XZ_MIB MiB, the same bytes under every
+# scheduler.
+calibrate_xz() {
 	local f
-	: >"$WORK/xz.in"
-	while [ "$(stat -c %s "$WORK/xz.in")" -lt $((128 << 20)) ]; do
-		for f in "$BIN"/*; do cat "$f" >>"$WORK/xz.in"; done
+	: >"$WORK/xz.all"
+	while [ "$(stat -c %s "$WORK/xz.all")" -lt $((128 << 20)) ]; do
+		for f in "$BIN"/*; do cat "$f" >>"$WORK/xz.all"; done
 	done
+	calibrate xz XZ_MIB 1 xz_run
+	[ "$XZ_MIB" -le 128 ] || XZ_MIB=128
+	head -c "${XZ_MIB}M" "$WORK/xz.all" >"$WORK/xz.in"
+	rm -f "$WORK/xz.all"
 }
 
 # --- main -----------------------------------------------------------------------
@@ -517,11 +522,7 @@ main() {
 		execl) calibrate execl EXECL_N 200 ex_run ;;
 		forksleep) calibrate forksleep FORK_LOOPS 50 fs_run ;;
 		hackbench) calibrate hackbench HB_LOOPS 20 hb_run ;;
-		xz)
-			make_xz_input
-			calibrate xz XZ_MIB 1 xz_run
-			[ "$XZ_MIB" -le 128 ] || XZ_MIB=128
-			;;
+		xz) calibrate_xz ;;
 		dbench) cp /usr/share/dbench/client.txt "$WORK/client.txt" ;;
 		esac
 	done
