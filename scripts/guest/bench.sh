@@ -171,9 +171,11 @@ block_watchdog_start() {
 # Stop the timer; returns 1 if it fired.
 block_watchdog_stop() {
 	[ -n "$WD_PID" ] || return 0
-	pkill -P "$WD_PID" 2>/dev/null || true
-	kill "$WD_PID" 2>/dev/null || true
-	wait "$WD_PID" 2>/dev/null || true
+	{
+		pkill -P "$WD_PID" || true
+		kill "$WD_PID" || true
+		wait "$WD_PID" || true
+	} 2>/dev/null
 	WD_PID=
 	[ ! -e "$WORK/overrun" ]
 }
