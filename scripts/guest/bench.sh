@@ -290,16 +290,16 @@ group_tbench() {
 # --- held-out workloads ------------------------------------------------------------
 # Not in the suite: no policy is tuned on them (scripts/bench --held-out).
 
-# xz compressing XZ_MIB MiB of binaries in 1 MiB blocks with 2 threads per
-# CPU: CPU-bound threads that hand blocks to one writer.
+# xz compressing XZ_KIB KiB of binaries in 256 KiB blocks with 2 threads
+# per CPU: CPU-bound threads that hand blocks to one writer.
 item_xz() {
 	local t0 t1 v
 	t0=$EPOCHREALTIME
 	# shellcheck disable=SC2016 # expanded by sh
-	if run_limited $((DUR * 6 + 30)) sh -c 'exec xz -3 -T "$1" --block-size=1MiB -c "$2" >/dev/null' \
+	if run_limited $((DUR * 6 + 30)) sh -c 'exec xz -1 -T "$1" --block-size=256KiB -c "$2" >/dev/null' \
 		_ $((NCPU * 2)) "$WORK/xz.in"; then
 		t1=$EPOCHREALTIME
-		v=$(awk -v a="$t0" -v b="$t1" -v m="$XZ_MIB" 'BEGIN { printf "%.3f", m / (b - a) }')
+		v=$(awk -v a="$t0" -v b="$t1" -v k="$XZ_KIB" 'BEGIN { printf "%.3f", k / 1024 / (b - a) }')
 		check_alive "xz -T$((NCPU * 2))" MiB/s MiB/s 1 && rec "xz -T$((NCPU * 2))" MiB/s "$v" MiB/s 1
 	else
 		rec "xz -T$((NCPU * 2))" MiB/s NA MiB/s 1 FAILED "xz: $(why)"
@@ -404,10 +404,10 @@ hb_run() { hackbench -p -g "$HB_GROUPS" -l "$1"; }
 fs_run() { "$BIN/forksleep" "$FORK_CHILDREN" "$1"; }
 ex_run() { taskset -c 0 "$BIN/execl" "$1"; }
 pp_run() { perf bench sched pipe -l "$1"; }
-xz_run() { head -c "$1M" "$WORK/xz.all" | xz -3 -T $((NCPU * 2)) --block-size=1MiB -c >/dev/null; }
+xz_run() { head -c "$1K" "$WORK/xz.all" | xz -1 -T $((NCPU * 2)) --block-size=256KiB -c >/dev/null; }
 
 # xz's input: the staged binaries, repeated up to 128 MiB (calibration
-# stops there); then its first XZ_MIB MiB, the same bytes under every
+# stops there); then its first XZ_KIB KiB, the same bytes under every
 # scheduler.
 calibrate_xz() {
 	local f
@@ -415,9 +415,9 @@ calibrate_xz() {
 	while [ "$(stat -c %s "$WORK/xz.all")" -lt $((128 << 20)) ]; do
 		for f in "$BIN"/*; do cat "$f" >>"$WORK/xz.all"; done
 	done
-	calibrate xz XZ_MIB 1 xz_run
-	[ "$XZ_MIB" -le 128 ] || XZ_MIB=128
-	head -c "${XZ_MIB}M" "$WORK/xz.all" >"$WORK/xz.in"
+	calibrate xz XZ_KIB 256 xz_run
+	[ "$XZ_KIB" -le $((128 << 10)) ] || XZ_KIB=$((128 << 10))
+	head -c "${XZ_KIB}K" "$WORK/xz.all" >"$WORK/xz.in"
 	rm -f "$WORK/xz.all"
 }
 
