@@ -40,6 +40,10 @@ from collections import OrderedDict, defaultdict
 
 BASE = "default"
 TWIN = "default-b"
+# A row's noise is never taken below this: a difference under 1% is no claim
+# on this host, and a row whose default reads the same every round (stress-ng
+# x1 schedpolicy) would otherwise count a rounding step as beyond its noise.
+NOISE_MIN = 0.01
 COLORS = ["#8c8c8c", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
           "#17becf", "#e377c2", "#bcbd22", "#7f7f7f", "#393b79", "#637939"]
 
@@ -215,7 +219,7 @@ class Report:
                 noise = abs(tw["ratio"] - 1)
             if base and bmed:
                 noise = max(noise, (max(base) - min(base)) / 2 / bmed)
-            row["noise"] = noise
+            row["noise"] = max(noise, NOISE_MIN)
         # Derived rows: geometric mean of the stressors per stress workload,
         # over the stressors measured for both the scheduler and default.
         self.derived = OrderedDict()
@@ -363,6 +367,8 @@ class Report:
                     else "off: throughput as users run it (no BPF cost table; `--bpf-stats` adds one)"))
         if m.get("skipped_peers"):
             L.append(f"- Peers not installed, skipped: {m['skipped_peers']}")
+        if m.get("left_out_peers"):
+            L.append(f"- Peers left out of this run (`--skip-peers`): {m['left_out_peers']}")
         if m.get("guest_exit", "0") != "0":
             L.append(f"- **The guest run exited {m['guest_exit']}: runs after that point are missing "
                      "and show as FAILED.**")
@@ -377,8 +383,8 @@ class Report:
                  "block, and their order rotates every round. Cells: median over rounds "
                  "(min–max), then the ratio to `default`, **normalised so that > 1 is better than default** "
                  "(value/default for higher-is-better metrics, default/value for lower-is-better). "
-                 "`≈` marks a ratio within that row's noise (the larger of |default-b/default − 1| and "
-                 "half the default's own min–max spread); bold ratios are outside it.")
+                 "`≈` marks a ratio within that row's noise (the largest of |default-b/default − 1|, "
+                 "half the default's own min–max spread and 1%); bold ratios are outside it.")
         L.append("")
         if m.get("stress_mode") == "sequential":
             L.append("stress-ng: for each instance count, one stress-ng process runs the stressors **one after "
@@ -631,6 +637,8 @@ def snippet(path):
     if nf:
         out.append(f"- Noise floor (default vs itself): median {nf['median'] * 100:.1f}%, "
               f"max {nf['max'] * 100:.1f}%")
+    if m.get("left_out_peers"):
+        out.append(f"- Peers left out of this run (`--skip-peers`): {m['left_out_peers']}")
     contrib = j.get("contributions") or {}
     for s, v in j["summary"].items():
         # Ablation variants are the README's other block, not headline lines.
