@@ -164,7 +164,7 @@ block_watchdog_start() {
 	rm -f "$WORK/overrun"
 	# shellcheck disable=SC2016 # expanded by the timer's shell
 	chrt -f 50 bash -c 'sleep "$1" && echo "$2" >"$3" && echo S >/proc/sysrq-trigger' \
-		_ "$BLOCK_LIMIT" "$1" "$WORK/overrun" &
+		_ "$BLOCK_LIMIT" "$1" "$WORK/overrun" 2>/dev/null &
 	WD_PID=$!
 }
 
