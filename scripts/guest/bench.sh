@@ -222,50 +222,47 @@ group_stress() {
 	done
 }
 
-item_pipe() {
-	local v
-	if run_limited $((DUR * 6 + 30)) perf bench sched pipe -l "$PIPE_LOOPS" &&
-		v=$(awk '$2 == "usecs/op" { print $1 }' "$OUTF") && [ -n "$v" ]; then
-		check_alive pipe usec/op us 0 && rec pipe usec/op "$v" us 0
+# One measurement: run the command after the first six arguments with a
+# limit of $1 seconds, take the number that follows the word $2 in its
+# output (the word before it, when $2 starts with "<"), and record it as
+# workload $3's metric $4 (unit $5; $6: 1 = higher is better), or FAILED
+# with the output's last line. Returns 0 either way.
+measure() {
+	local limit=$1 word=$2 wl=$3 metric=$4 unit=$5 hib=$6 v
+	shift 6
+	if run_limited "$limit" "$@" &&
+		v=$(awk -v w="$word" 'w ~ /^</ { if ($2 == substr(w, 2)) print $1; next } $1 == w { print $2 }' "$OUTF") &&
+		[ -n "$v" ]; then
+		if check_alive "$wl" "$metric" "$unit" "$hib"; then
+			rec "$wl" "$metric" "$v" "$unit" "$hib"
+		fi
 	else
-		rec pipe usec/op NA us 0 FAILED "perf bench sched pipe: $(why)"
+		rec "$wl" "$metric" NA "$unit" "$hib" FAILED "$wl: $(why)"
 	fi
+}
+
+item_pipe() {
+	measure $((DUR * 6 + 30)) "<usecs/op" pipe usec/op us 0 perf bench sched pipe -l "$PIPE_LOOPS"
 }
 
 item_execl() {
-	local v
-	if run_limited $((DUR * 6 + 30)) taskset -c 0 "$BIN/execl" "$EXECL_N" &&
-		v=$(awk '$1 == "execs_per_sec" { print $2 }' "$OUTF") && [ -n "$v" ]; then
-		check_alive "execl (cpu 0)" execs/s execs/s 1 && rec "execl (cpu 0)" execs/s "$v" execs/s 1
-	else
-		rec "execl (cpu 0)" execs/s NA execs/s 1 FAILED "execl: $(why)"
-	fi
+	measure $((DUR * 6 + 30)) execs_per_sec "execl (cpu 0)" execs/s execs/s 1 taskset -c 0 "$BIN/execl" "$EXECL_N"
 }
 
 item_forksleep() {
-	local v wl="forksleep ${FORK_CHILDREN}x1ms"
-	if run_limited $((DUR * 6 + 30)) "$BIN/forksleep" "$FORK_CHILDREN" "$FORK_LOOPS" &&
-		v=$(awk '$1 == "seconds" { print $2 }' "$OUTF") && [ -n "$v" ]; then
-		check_alive "$wl" completion s 0 && rec "$wl" completion "$v" s 0
-	else
-		rec "$wl" completion NA s 0 FAILED "forksleep: $(why)"
-	fi
+	measure $((DUR * 6 + 30)) seconds "forksleep ${FORK_CHILDREN}x1ms" completion s 0 \
+		"$BIN/forksleep" "$FORK_CHILDREN" "$FORK_LOOPS"
 }
 
 item_hackbench() {
-	local mode=$1 v args=()
+	local mode=$1 args=()
 	[ "$mode" = pipe ] && args=(-p)
-	if run_limited $((DUR * 6 + 30)) hackbench "${args[@]}" -g "$HB_GROUPS" -l "$HB_LOOPS" &&
-		v=$(awk '$1 == "Time:" { print $2 }' "$OUTF") && [ -n "$v" ]; then
-		check_alive "hackbench $mode" time s 0 && rec "hackbench $mode" time "$v" s 0
-	else
-		rec "hackbench $mode" time NA s 0 FAILED "hackbench: $(why)"
-	fi
+	measure $((DUR * 6 + 30)) Time: "hackbench $mode" time s 0 hackbench "${args[@]}" -g "$HB_GROUPS" -l "$HB_LOOPS"
 }
 
 # tbench over loopback: one server for the group, then 1, 2, nproc clients.
 group_tbench() {
-	local c v srv clients
+	local c srv clients
 	clients=$(printf '%s\n' 1 2 "$NCPU" | sort -nu | tr '\n' ' ')
 	tbench_srv >"$WORK/tbench_srv.log" 2>&1 &
 	srv=$!
@@ -276,12 +273,8 @@ group_tbench() {
 			continue
 		fi
 		# tbench reads its load file relative to the cwd only when told to.
-		if run_limited $((DUR * 6 + 60)) tbench -t "$DUR" -c /usr/share/dbench/client.txt "$c" 127.0.0.1 &&
-			v=$(awk '$1 == "Throughput" { print $2 }' "$OUTF") && [ -n "$v" ]; then
-			check_alive tbench "MB/s $c clients" MB/s 1 && rec tbench "MB/s $c clients" "$v" MB/s 1
-		else
-			rec tbench "MB/s $c clients" NA MB/s 1 FAILED "tbench: $(why)"
-		fi
+		measure $((DUR * 6 + 60)) Throughput tbench "MB/s $c clients" MB/s 1 \
+			tbench -t "$DUR" -c /usr/share/dbench/client.txt "$c" 127.0.0.1
 	done
 	kill "$srv" 2>/dev/null || true
 	wait "$srv" 2>/dev/null || true
@@ -300,7 +293,9 @@ item_xz() {
 		_ $((NCPU * 2)) "$WORK/xz.in"; then
 		t1=$EPOCHREALTIME
 		v=$(awk -v a="$t0" -v b="$t1" -v k="$XZ_KIB" 'BEGIN { printf "%.3f", k / 1024 / (b - a) }')
-		check_alive "xz -T$((NCPU * 2))" MiB/s MiB/s 1 && rec "xz -T$((NCPU * 2))" MiB/s "$v" MiB/s 1
+		if check_alive "xz -T$((NCPU * 2))" MiB/s MiB/s 1; then
+			rec "xz -T$((NCPU * 2))" MiB/s "$v" MiB/s 1
+		fi
 	else
 		rec "xz -T$((NCPU * 2))" MiB/s NA MiB/s 1 FAILED "xz: $(why)"
 	fi
@@ -309,27 +304,17 @@ item_xz() {
 # dbench on tmpfs: 4 client processes per CPU replaying a file server's
 # load (open, read, write, stat, unlink): short runs and many sleeps.
 item_dbench() {
-	local v wl="dbench $((NCPU * 4)) clients"
 	rm -rf "$WORK/dbench"
 	mkdir -p "$WORK/dbench"
-	if run_limited $((DUR * 6 + 60)) dbench -t "$DUR" -D "$WORK/dbench" -c "$WORK/client.txt" $((NCPU * 4)) &&
-		v=$(awk '$1 == "Throughput" { print $2 }' "$OUTF") && [ -n "$v" ]; then
-		check_alive "$wl" MB/s MB/s 1 && rec "$wl" MB/s "$v" MB/s 1
-	else
-		rec "$wl" MB/s NA MB/s 1 FAILED "dbench: $(why)"
-	fi
+	measure $((DUR * 6 + 60)) Throughput "dbench $((NCPU * 4)) clients" MB/s MB/s 1 \
+		dbench -t "$DUR" -D "$WORK/dbench" -c "$WORK/client.txt" $((NCPU * 4))
 }
 
 # perf bench epoll wait: 2 waiter threads per CPU, unpinned, woken by one
 # writer thread through epoll.
 item_epoll() {
-	local v wl="epoll wait $((NCPU * 2)) threads"
-	if run_limited $((DUR * 6 + 30)) perf bench epoll wait -n -t $((NCPU * 2)) -r "$DUR" &&
-		v=$(awk '$1 == "Averaged" { print $2 }' "$OUTF") && [ -n "$v" ]; then
-		check_alive "$wl" ops/s ops/s 1 && rec "$wl" ops/s "$v" ops/s 1
-	else
-		rec "$wl" ops/s NA ops/s 1 FAILED "perf bench epoll wait: $(why)"
-	fi
+	measure $((DUR * 6 + 30)) Averaged "epoll wait $((NCPU * 2)) threads" ops/s ops/s 1 \
+		perf bench epoll wait -n -t $((NCPU * 2)) -r "$DUR"
 }
 
 # Wakeup latency of a periodic SCHED_OTHER sleeper against nproc CPU hogs.
