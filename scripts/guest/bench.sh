@@ -158,13 +158,13 @@ sched_stop() {
 # no sched_ext scheduler can starve, disables the BPF scheduler with
 # SysRq-S when a block overruns: the rest of the block runs under the
 # default scheduler and its metrics read FAILED (ejected).
-: "${BLOCK_LIMIT:=$((120 + 30 * DUR))}"
+: "${BLOCK_LIMIT:?set by scripts/bench}"
 WD_PID=
 block_watchdog_start() {
 	rm -f "$WORK/overrun"
 	# shellcheck disable=SC2016 # expanded by the timer's shell
-	chrt -f 50 bash -c 'sleep "$1" && echo "$2" >"$3" && echo S >/proc/sysrq-trigger' \
-		_ "$BLOCK_LIMIT" "$1" "$WORK/overrun" 2>/dev/null &
+	chrt -f 50 bash -c 'sleep "$1" && : >"$2" && echo S >/proc/sysrq-trigger' \
+		_ "$BLOCK_LIMIT" "$WORK/overrun" 2>/dev/null &
 	WD_PID=$!
 }
 
@@ -289,8 +289,7 @@ item_xz() {
 	local t0 t1 v
 	t0=$EPOCHREALTIME
 	# shellcheck disable=SC2016 # expanded by sh
-	if run_limited $((DUR * 6 + 30)) sh -c 'exec xz -1 -T "$1" --block-size=256KiB -c "$2" >/dev/null' \
-		_ $((NCPU * 2)) "$WORK/xz.in"; then
+	if run_limited $((DUR * 6 + 30)) sh -c 'exec "$@" "$0" >/dev/null' "$WORK/xz.in" "${XZ[@]}"; then
 		t1=$EPOCHREALTIME
 		v=$(awk -v a="$t0" -v b="$t1" -v k="$XZ_KIB" 'BEGIN { printf "%.3f", k / 1024 / (b - a) }')
 		if check_alive "xz -T$((NCPU * 2))" MiB/s MiB/s 1; then
@@ -389,7 +388,8 @@ hb_run() { hackbench -p -g "$HB_GROUPS" -l "$1"; }
 fs_run() { "$BIN/forksleep" "$FORK_CHILDREN" "$1"; }
 ex_run() { taskset -c 0 "$BIN/execl" "$1"; }
 pp_run() { perf bench sched pipe -l "$1"; }
-xz_run() { head -c "$1K" "$WORK/xz.all" | xz -1 -T $((NCPU * 2)) --block-size=256KiB -c >/dev/null; }
+XZ=(xz -1 -T $((NCPU * 2)) --block-size=256KiB -c)
+xz_run() { head -c "$1K" "$WORK/xz.all" | "${XZ[@]}" >/dev/null; }
 
 # xz's input: the staged binaries, repeated up to 128 MiB (calibration
 # stops there); then its first XZ_KIB KiB, the same bytes under every
@@ -428,7 +428,7 @@ run_block() {
 	if [ -n "$SCHED_PID" ] && [ "$BPF_STATS" = 1 ]; then
 		bpf_snapshot "$SCHED_PID" >"$WORK/bpf.before" || true
 	fi
-	[ -z "$SCHED_PID" ] || block_watchdog_start "$name"
+	[ -z "$SCHED_PID" ] || block_watchdog_start
 	for g in ${block//,/ }; do
 		say "round $ROUND/$ROUNDS: $g under $name"
 		GROUP=$g
