@@ -7,12 +7,14 @@
 # change; not a benchmark (no noise floor, few rounds). Run as
 #   scripts/vm -- scripts/guest/ab.sh
 # with, as --env:
-#   VARIANTS  "NAME=BINARY ARGS|NAME=BINARY ARGS" (default fastpath=target/release/scx_fastpath)
+#   VARIANTS  "NAME=BINARY ARGS|NAME=BINARY ARGS" (default fastpath=target/release/scx_fastpath);
+#             a BINARY not named scx_fastpath is a peer, run without stats
 #   W         "WORKLOAD N;..." where WORKLOAD is a stress-ng stressor (N
 #             instances, ops/s) or hbpipe, hbsock (hackbench seconds),
 #             perfpipe (perf bench sched pipe us/op), cyclic (cyclictest
 #             average latency in us against 2 hogs), forksleep (seconds for
-#             32 children a CPU to sleep 1 ms N times each, scripts/bench.d);
+#             32 children a CPU to sleep 1 ms N times each, scripts/bench.d),
+#             epoll (perf bench epoll wait ops/s, N unpinned waiters a CPU);
 #             N is ignored for the others
 #   FORKSLEEP the forksleep binary (scripts/bench builds it into its cache)
 #   T         seconds per stress-ng run (default 4); R rounds (default 2)
@@ -47,6 +49,7 @@ one() {
 	hbpipe) r=$({ /usr/bin/time -f %e hackbench -p -g 2 -l 50 >/dev/null; } 2>&1 | tail -n 1) ;;
 	hbsock) r=$({ /usr/bin/time -f %e hackbench -g 2 -l 50 >/dev/null; } 2>&1 | tail -n 1) ;;
 	perfpipe) r=$(perf bench sched pipe -l 5000 | awk '/usecs\/op/ {print $1}') ;;
+	epoll) r=$(perf bench epoll wait -n -t $(($(nproc) * n)) -r "$T" | awk '/Averaged/ {print $2}') ;;
 	forksleep) r=$("${FORKSLEEP:?FORKSLEEP is not set}" $(($(nproc) * 32)) "$n" | awk '/^seconds/ {print $2}') ;;
 	cyclic)
 		stress-ng --temp-path "$WORK" --cpu 2 -t 9s --quiet &
@@ -63,6 +66,15 @@ one() {
 	echo "RES $tag $w-x$n value=$r ctxt/s=$(((c1 - c0) / T)) idle_ticks=$((d1 - d0)) res,cal=[$i0] -> [$i1]"
 }
 
+# Another sched_ext scheduler (a peer, as scripts/bench stages them) as a
+# variant: no stats, and its counters are not ours to summarise.
+start_peer() {
+	SCHED_LOG=$(mktemp -p "$WORK" peer.XXXXXX.log) || return 1
+	"$SCHED" "$@" >"$SCHED_LOG" 2>&1 &
+	SCHED_PID=$!
+	wait_state enabled 90 "$SCHED_PID"
+}
+
 IFS=';' read -ra ws <<<"$W"
 if [ "${COST:-0}" = 1 ]; then
 	sysctl -qw kernel.bpf_stats_enabled=1 || { echo "cannot turn on bpf_stats"; exit 1; }
@@ -75,7 +87,10 @@ for round in $(seq "${R:-2}"); do
 			spec=${v#*=} SCHED=${spec%% *} args=""
 			[ "$spec" != "$SCHED" ] && args=${spec#* }
 			# shellcheck disable=SC2086 # ARGS are words
-			start_sched $args >/dev/null || { echo "start failed: $v"; cat "$SCHED_LOG"; exit 1; }
+			case $SCHED in
+			*/scx_fastpath) start_sched $args >/dev/null ;;
+			*) start_peer $args ;;
+			esac || { echo "start failed: $v"; cat "$SCHED_LOG"; exit 1; }
 			[ "${COST:-0}" = 1 ] && bpf_snapshot "$SCHED_PID" >"$WORK/cost.before"
 			one "${v%%=*}" "${w% *}" "${w#* }"
 			if [ "${COST:-0}" = 1 ]; then
@@ -85,7 +100,7 @@ for round in $(seq "${R:-2}"); do
 						'{ printf "COST %s %s %s calls=%d ns/call=%d\n", t, w, $1, $3, $2 / $3 }'
 			fi
 			cleanup_sched
-			if [ "$round" = 1 ]; then sample_summary; fi
+			if [ "$round" = 1 ] && [ "${SCHED##*/}" = scx_fastpath ]; then sample_summary; fi
 		done
 	done
 done

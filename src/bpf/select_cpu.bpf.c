@@ -23,6 +23,20 @@ static bool can_take_away(struct task_struct *p, s32 cpu)
 	       READ_ONCE(cpu_ctx(cpu)->curr_busy);
 }
 
+/*
+ * The task running here, which is waking another, is no CPU hog for the rest
+ * of this run: a producer that wakes its consumers is a message-passing
+ * task, however long its runs. Its wakees then preempt it only at
+ * --wakeup-gran-us, not at the hog floor.
+ */
+static __always_inline void waker_no_hog(struct fp_cpu *here)
+{
+	if (READ_ONCE(here->curr_long) && READ_ONCE(here->curr_busy)) {
+		WRITE_ONCE(here->curr_long, 0);
+		stat_inc(FP_STAT_WAKER_NO_HOG);
+	}
+}
+
 static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 wake_flags)
 {
 	u32 i, n = near_scan_end();
@@ -125,6 +139,9 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 	bool here_ok = idle_hold_ns && bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr);
 	/* As the waker passed them: the idle pick below may mask SCX_WAKE_SYNC. */
 	u64 waker_flags = wake_flags;
+
+	if (tune.waker_no_hog && (wake_flags & SCX_WAKE_TTWU) && in_task_context())
+		waker_no_hog(cpu_ctx(this_cpu));
 
 	if (here_ok && FP_BRANCH(FP_BR_SELECT_HOLDER, can_redirect(p, prev_cpu, this_cpu))) {
 		redirect_to_holder(p, prev_cpu, this_cpu);
