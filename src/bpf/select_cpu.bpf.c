@@ -4,11 +4,13 @@
  * claimed without a search (cheap wakeups), else the kernel's idle search
  * picks one, unless no CPU was idle at the last look; else a holding CPU
  * (fast path 3); else, when no CPU is idle, away from a waker that keeps
- * running (wake away) or from a CPU an RT task holds (RT away).
+ * running (wake away) or from a CPU an RT task holds (RT away). A waker
+ * here leaves the CPU hog class for the rest of its run (waker no hog).
  *
- * Switches (ablations only): cheap_wakeup, wake_away, rt_away. Counters:
- * direct_local, wake_prev_idle, wake_none_idle, wake_away, wake_rt_away.
- * Tests: cheap_wakeup, wake_away, rt_hog.
+ * Switches (ablations only): cheap_wakeup, wake_away, rt_away,
+ * waker_no_hog. Counters: direct_local, wake_prev_idle, wake_none_idle,
+ * wake_away, wake_rt_away, waker_no_hog. Tests: cheap_wakeup, wake_away,
+ * rt_hog, waker_no_hog.
  */
 
 /*
