@@ -26,13 +26,21 @@ static bool can_take_away(struct task_struct *p, s32 cpu)
 }
 
 /*
- * The task running here, which is waking another, is no CPU hog for the rest
- * of this run: a producer that wakes its consumers is a message-passing
- * task, however long its runs. Its wakees then preempt it only at
- * --wakeup-gran-us, not at the hog floor.
+ * The task running here, if it is waking another (a wakeup from task
+ * context), is no CPU hog for the rest of this run: a producer that wakes
+ * its consumers is a message-passing task, however long its runs. Its
+ * wakees then preempt it only at --wakeup-gran-us, not at the hog floor.
+ * Not inlined: its branches then leave the caller's registers as they
+ * were, and the verifier need not walk the rest of ops.select_cpu() once
+ * for each.
  */
-static __always_inline void waker_no_hog(struct fp_cpu *here)
+static __noinline void waker_no_hog(u64 wake_flags)
 {
+	struct fp_cpu *here;
+
+	if (!tune.waker_no_hog || !(wake_flags & SCX_WAKE_TTWU) || !in_task_context())
+		return;
+	here = cpu_ctx(bpf_get_smp_processor_id());
 	if (READ_ONCE(here->curr_long) && READ_ONCE(here->curr_busy)) {
 		WRITE_ONCE(here->curr_long, 0);
 		stat_inc(FP_STAT_WAKER_NO_HOG);
@@ -142,8 +150,7 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 	/* As the waker passed them: the idle pick below may mask SCX_WAKE_SYNC. */
 	u64 waker_flags = wake_flags;
 
-	if (tune.waker_no_hog && (wake_flags & SCX_WAKE_TTWU) && in_task_context())
-		waker_no_hog(cpu_ctx(this_cpu));
+	waker_no_hog(wake_flags);
 
 	if (here_ok && FP_BRANCH(FP_BR_SELECT_HOLDER, can_redirect(p, prev_cpu, this_cpu))) {
 		redirect_to_holder(p, prev_cpu, this_cpu);
