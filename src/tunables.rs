@@ -420,22 +420,6 @@ table! {
                 producer/consumer loads",
         }],
     },
-    WakerNoHog => Tunable {
-        name: "waker-no-hog",
-        short: None,
-        kind: Kind::Mechanism,
-        tune: Some("waker_no_hog"),
-        help: "A CPU hog that wakes a task is no hog for the rest of its run",
-        long_help: "A CPU hog that wakes a task is no hog for the rest of that run: \
-            its wakees preempt it at --wakeup-gran-us. Ablated: at --hog-gran-us.",
-        bench: &[Variant {
-            name: "no-waker-no-hog",
-            value: None,
-            groups: WAKEUP_GROUPS,
-            why: "a producer whose runs are long is not preempted by its consumers at \
-                the hog floor",
-        }],
-    },
     HogHysteresis => Tunable {
         name: "hog-hysteresis",
         short: None,

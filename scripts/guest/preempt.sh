@@ -2,8 +2,7 @@
 # Area: Preemption and slices
 # Tests of when a running task gives way (sourced by integration.sh, which
 # defines NCPU and WEIGHT_CPU and sources lib.sh): deferred wakeup
-# preemption, the hog class's hysteresis, wakers that are no hogs and light
-# slices.
+# preemption, the hog class's hysteresis and light slices.
 
 # A periodic SCHED_OTHER sleeper (cyclictest, 1 ms period, 8 s) against a
 # CPU hog on the same CPU, CPU 0.
@@ -88,51 +87,6 @@ test_hog_hysteresis() {
 	in_class=$(say_counters wake_hog_held wake_hog_gran 2>/dev/null)
 	[ $((100 * in_class)) -lt "$on" ] ||
 		{ say "$in_class wakeups found a task in the hog class with --hog-run-us 100000 ($on by default)"; ok=1; }
-	check_no_kernel_errors "$m" || ok=1
-	return $ok
-}
-
-# perf bench epoll wait, 2 unpinned waiters a CPU woken through one epoll
-# instance by one writer thread, which writes to 64 eventfds a waiter and
-# sleeps 500 ns between rounds. Prints, for the writer (the last thread
-# perf starts), "VOLUNTARY INVOLUNTARY" context switches over the first 3 s,
-# then perf's own output.
-epoll_writer() {
-	local pid w
-	perf bench epoll wait -n -t $((NCPU * 2)) -r 4 >"$WORK/epoll.out" 2>&1 &
-	pid=$!
-	sleep 3
-	w=$(find "/proc/$pid/task" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -n | tail -n 1)
-	awk '/^voluntary_ctxt/ {v = $2} /^nonvoluntary_ctxt/ {n = $2} END {print v + 0, n + 0}' \
-		"/proc/$pid/task/$w/status"
-	wait "$pid" || return 1
-	awk '/Averaged/ {print "ops/s", $2}' "$WORK/epoll.out"
-}
-
-# Shows: a waker is no hog: perf bench epoll wait's writer runs about a
-# millisecond between its sleeps on this guest, long enough for the hog
-# class, and wakes a waiter with every write. The waiters it wakes on its
-# own CPU must not preempt it at the hog floor: `waker_no_hog` moves, and
-# the writer's preemptions per block (involuntary over voluntary context
-# switches) are at most half of what they are with --ablate waker-no-hog,
-# where the counter stays 0.
-# Fails: the counter stays 0, moves with the switch off, or the writer is
-# preempted more than half as often per block as with the switch off.
-test_waker_no_hog() {
-	local m ok=0 on off
-	m=$(dmesg_mark)
-	run_under_sched epoll_writer || return 1
-	read -ra on <"$WORK/workload.log"
-	say "on : the writer blocked ${on[0]} times and was preempted ${on[1]} times in 3 s; $(tail -n 1 "$WORK/workload.log")"
-	say_counters waker_no_hog wake_hog_gran >/dev/null
-	[ "$(counter_total waker_no_hog)" -gt 0 ] || { say "waker_no_hog never moved"; ok=1; }
-	SCHED_ARGS="--ablate waker-no-hog" run_under_sched epoll_writer || return 1
-	read -ra off <"$WORK/workload.log"
-	say "off: the writer blocked ${off[0]} times and was preempted ${off[1]} times in 3 s; $(tail -n 1 "$WORK/workload.log")"
-	[ "$(counter_total waker_no_hog)" -eq 0 ] || { say "waker_no_hog moved with --ablate waker-no-hog"; ok=1; }
-	# on[1] / on[0] <= off[1] / off[0] / 2, multiplied out.
-	[ $((2 * on[1] * off[0])) -le $((off[1] * on[0])) ] ||
-		{ say "the writer was preempted more than half as often per block as with the switch off"; ok=1; }
 	check_no_kernel_errors "$m" || ok=1
 	return $ok
 }

@@ -175,7 +175,6 @@ struct fp_tune {
 	u8 rcu_first;
 	u8 hog_hysteresis;
 	u8 light_slice;
-	u8 waker_no_hog;
 };
 
 /*
@@ -226,7 +225,6 @@ enum fp_stat_idx {
 	FP_STAT_WAKE_SHORT_RUNNER,	/* no later preemption: the running task is not a CPU hog (its runs average under --hog-run-us) */
 	FP_STAT_WAKE_HOG_GRAN,	/* a long-running task was preempted (now or by the timer) at --hog-gran-us */
 	FP_STAT_WAKE_HOG_HELD,	/* ... of which one held in the class by hog_hysteresis (runs averaging half to all of --hog-run-us) */
-	FP_STAT_WAKER_NO_HOG,	/* a CPU hog woke a task: no hog for the rest of that run, so its wakees preempt it at --wakeup-gran-us */
 	FP_STAT_WAKE_KTHREAD_KEPT,	/* no preemption: the CPU runs a kernel thread, which keeps it to the end of its slice */
 
 	/* ops.yield(). */

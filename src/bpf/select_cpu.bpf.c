@@ -4,13 +4,11 @@
  * claimed without a search (cheap wakeups), else the kernel's idle search
  * picks one, unless no CPU was idle at the last look; else a holding CPU
  * (fast path 3); else, when no CPU is idle, away from a waker that keeps
- * running (wake away) or from a CPU an RT task holds (RT away). A waker
- * here leaves the CPU hog class for the rest of its run (waker no hog).
+ * running (wake away) or from a CPU an RT task holds (RT away).
  *
- * Switches (ablations only): cheap_wakeup, wake_away, rt_away,
- * waker_no_hog. Counters: direct_local, wake_prev_idle, wake_none_idle,
- * wake_away, wake_rt_away, waker_no_hog. Tests: cheap_wakeup, wake_away,
- * rt_hog, waker_no_hog.
+ * Switches (ablations only): cheap_wakeup, wake_away, rt_away. Counters:
+ * direct_local, wake_prev_idle, wake_none_idle, wake_away, wake_rt_away.
+ * Tests: cheap_wakeup, wake_away, rt_hog.
  */
 
 /*
@@ -23,28 +21,6 @@ static bool can_take_away(struct task_struct *p, s32 cpu)
 {
 	return bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
 	       READ_ONCE(cpu_ctx(cpu)->curr_busy);
-}
-
-/*
- * The task running here, if it is waking another (a wakeup from task
- * context), is no CPU hog for the rest of this run: a producer that wakes
- * its consumers is a message-passing task, however long its runs. Its
- * wakees then preempt it only at --wakeup-gran-us, not at the hog floor.
- * Not inlined: its branches then leave the caller's registers as they
- * were, and the verifier need not walk the rest of ops.select_cpu() once
- * for each.
- */
-static __noinline void waker_no_hog(u64 wake_flags)
-{
-	struct fp_cpu *here;
-
-	if (!tune.waker_no_hog || !(wake_flags & SCX_WAKE_TTWU) || !in_task_context())
-		return;
-	here = cpu_ctx(bpf_get_smp_processor_id());
-	if (READ_ONCE(here->curr_long) && READ_ONCE(here->curr_busy)) {
-		WRITE_ONCE(here->curr_long, 0);
-		stat_inc(FP_STAT_WAKER_NO_HOG);
-	}
 }
 
 static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 wake_flags)
@@ -149,8 +125,6 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 	bool here_ok = idle_hold_ns && bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr);
 	/* As the waker passed them: the idle pick below may mask SCX_WAKE_SYNC. */
 	u64 waker_flags = wake_flags;
-
-	waker_no_hog(wake_flags);
 
 	if (here_ok && FP_BRANCH(FP_BR_SELECT_HOLDER, can_redirect(p, prev_cpu, this_cpu))) {
 		redirect_to_holder(p, prev_cpu, this_cpu);
