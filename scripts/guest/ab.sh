@@ -84,13 +84,12 @@ for round in $(seq "${R:-2}"); do
 	for w in "${ws[@]}"; do
 		one default "${w% *}" "${w#* }"
 		for v in "${vs[@]}"; do
-			spec=${v#*=} SCHED=${spec%% *} args=""
+			spec=${v#*=} SCHED=${spec%% *} args="" ours=0
 			[ "$spec" != "$SCHED" ] && args=${spec#* }
+			[ "${SCHED##*/}" = scx_fastpath ] && ours=1
 			# shellcheck disable=SC2086 # ARGS are words
-			case $SCHED in
-			*/scx_fastpath) start_sched $args >/dev/null ;;
-			*) start_peer $args ;;
-			esac || { echo "start failed: $v"; cat "$SCHED_LOG"; exit 1; }
+			if [ "$ours" = 1 ]; then start_sched $args >/dev/null; else start_peer $args; fi ||
+				{ echo "start failed: $v"; cat "$SCHED_LOG"; exit 1; }
 			[ "${COST:-0}" = 1 ] && bpf_snapshot "$SCHED_PID" >"$WORK/cost.before"
 			one "${v%%=*}" "${w% *}" "${w#* }"
 			if [ "${COST:-0}" = 1 ]; then
@@ -100,7 +99,7 @@ for round in $(seq "${R:-2}"); do
 						'{ printf "COST %s %s %s calls=%d ns/call=%d\n", t, w, $1, $3, $2 / $3 }'
 			fi
 			cleanup_sched
-			if [ "$round" = 1 ] && [ "${SCHED##*/}" = scx_fastpath ]; then sample_summary; fi
+			if [ "$round" = 1 ] && [ "$ours" = 1 ]; then sample_summary; fi
 		done
 	done
 done
