@@ -274,8 +274,12 @@ extern const int __preempt_count __ksym __weak;
 
 static bool in_task_context(void)
 {
-	/* NMI, hardirq and softirq counts: bits 8-23 (include/linux/preempt.h). */
-	const int irq_mask = 0xffff00;
+	/*
+	 * Softirq, hardirq and NMI counts (include/linux/preempt.h): above
+	 * bit 7 in every layout, bits 8-23 before kernel 7.3 and the hardirq
+	 * count at bit 24 from 7.3 on. Bit 31 is x86's need-resched flag.
+	 */
+	const int irq_mask = 0x7fffff00;
 
 	/* Where the per-CPU preempt count is not known (not x86), say no. */
 	if (!bpf_ksym_exists(&__preempt_count))
