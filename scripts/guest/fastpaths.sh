@@ -208,14 +208,7 @@ futex_workload() {
 # A periodic sleeper woken by its timer (cyclictest, 1 ms, 4 s) against a
 # CPU hog per CPU: every wakeup comes from an interrupt on a hog's CPU.
 timer_vs_hogs() {
-	local hog
-	stress-ng --temp-path "$WORK" --cpu "$NCPU" --timeout 8s --quiet &
-	hog=$!
-	sleep 0.5
-	cyclictest --policy=other -i 1000 -t 1 -q -D 4
-	kill "$hog" 2>/dev/null
-	wait "$hog" 2>/dev/null
-	return 0
+	sleeper_vs_hogs 4 "$NCPU"
 }
 
 # Shows: stress-ng futex with 2 x nproc instances (a waker and a waiter
