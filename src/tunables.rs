@@ -380,26 +380,6 @@ table! {
                 guest tests",
         }],
     },
-    WakeAway => Tunable {
-        name: "wake-away",
-        short: None,
-        kind: Kind::Mechanism,
-        tune: Some("wake_away"),
-        help: "A wakee of a waker that keeps running goes beside it",
-        long_help: "When no CPU is idle, a task woken by one that keeps running (a \
-            non-sync wakeup from a task whose last runs all ended still runnable) \
-            goes to another CPU whose queue is no longer, so that waker and wakee \
-            run side by side. Ablated: it goes back to its previous CPU even when \
-            that is the waker's.",
-        bench: &[Variant {
-            name: "no-wake-away",
-            value: None,
-            groups: PAIR_GROUPS,
-            why: "with no CPU idle, a wakee of a waker that keeps running goes beside \
-                it on another CPU, not behind it (stress-ng futex: a spinning waker \
-                and its waiter)",
-        }],
-    },
     WakeLocal => Tunable {
         name: "wake-local",
         short: None,

@@ -197,49 +197,6 @@ test_pull() {
 	return $ok
 }
 
-# stress-ng futex: per instance a waker that spins on FUTEX_WAKE and a
-# waiter; 2 per CPU keep every CPU busy, so the waiter's wakeups find no
-# idle CPU. Its ops/s go to workload.log.
-futex_workload() {
-	stress-ng --temp-path "$WORK" --futex $((2 * NCPU)) --timeout 6s --metrics-brief 2>&1 |
-		awk '$4 == "futex" {print $(NF - 1)}' | head -n 1
-}
-
-# A periodic sleeper woken by its timer (cyclictest, 1 ms, 4 s) against a
-# CPU hog per CPU: every wakeup comes from an interrupt on a hog's CPU.
-timer_vs_hogs() {
-	sleeper_vs_hogs 4 "$NCPU"
-}
-
-# Shows: stress-ng futex with 2 x nproc instances (a waker and a waiter
-# each, so the waiter's wakeups find no idle CPU) moves `wake_away` (a
-# wakee sent beside its waker); with --ablate wake-away it stays 0; both
-# runs' ops/s are printed. A wakeup from an interrupt is not its waker's:
-# under timer_vs_hogs `wake_away` stays under 1% of the sleeper's 4,000
-# wakeups.
-# Fails: the counter does not follow the switch, the guest has one CPU, or
-# timer wakeups are sent away (the preempt count's hardirq bits were
-# missed: on kernel 7.3, 350 or more moves).
-test_wake_away() {
-	local m ok=0 on off away
-	m=$(dmesg_mark)
-	[ "$NCPU" -ge 2 ] || { say "needs 2 CPUs"; return 1; }
-	run_under_sched futex_workload || return 1
-	on=$(cat "$WORK/workload.log")
-	say "on:  stress-ng futex x$((2 * NCPU)): ${on:-?} ops/s"
-	[ "$(say_counters wake_away)" -gt 0 ] || { say "no wakee was sent beside its waker"; ok=1; }
-	SCHED_ARGS="--ablate wake-away" run_under_sched futex_workload || return 1
-	off=$(cat "$WORK/workload.log")
-	say "off: stress-ng futex x$((2 * NCPU)): ${off:-?} ops/s"
-	[ "$(say_counters wake_away)" -eq 0 ] || { say "wake_away moved with --ablate wake-away"; ok=1; }
-	run_under_sched timer_vs_hogs || return 1
-	say "timer wakeups against hogs: $(sed -n 's/.*Avg: *\([0-9]*\).*/avg \1 us/p' "$WORK/workload.log" | tail -n 1)"
-	away=$(say_counters wake_away)
-	[ "$away" -lt 40 ] || { say "$away timer wakeups were sent away as if their waker were the hog"; ok=1; }
-	check_no_kernel_errors "$m" || ok=1
-	return $ok
-}
-
 # CPU hogs, and tasks that spend their time in the kernel under
 # rcu_read_lock() (procfs reads walk the task list and file tables under
 # it, getdents too), so that some slices end inside a read-side section.

@@ -47,7 +47,7 @@ printf 'guest: kernel %s, %d CPUs, sched_ext state %s\n' "$(uname -r)" "$NCPU" "
 boot_mark=0
 
 # TESTS="name ..." runs a subset.
-DEFAULT_TESTS="verifier attach attach_under_load weights cgroup_hierarchy wakee_share mixed_load sigint sigint_loading sigterm sigkill hotplug errors stats_reader_gone pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt hog_hysteresis wake_local fast_yield pull wake_away rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
+DEFAULT_TESTS="verifier attach attach_under_load weights cgroup_hierarchy wakee_share mixed_load sigint sigint_loading sigterm sigkill hotplug errors stats_reader_gone pinned_path cheap_wakeup idle_hold compact_layout unit_caps deferred_preempt hog_hysteresis wake_local fast_yield pull rcu_first light_slice rt_hog rt_mutex monitor live_set tui dump sleeper_storm hog_storm hold_races counters_moved"
 # The fault matrix (scripts/test --faults). The storms (hold_races is the
 # sleeper storm with an idle hold) run once in the default set and four
 # times more here, so that one --faults run shows them 5 of 5 (a storm

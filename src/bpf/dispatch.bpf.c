@@ -95,7 +95,7 @@ static bool steal(s32 cpu)
  * (docs/decisions.md, "Pull"). The cost is lockless peeks of every CPU in
  * the LLC on each dispatch that has a head of its own, and moves and
  * context switches that a spinning waker and its wakee (stress-ng futex)
- * pay for (docs/decisions.md, "Sparing wake away's wakees from pull").
+ * pay for.
  */
 static bool pull(s32 cpu, struct task_struct *head)
 {

@@ -109,8 +109,6 @@ static __always_inline bool fp_branch(enum fp_branch_idx idx, bool cond)
  *   guard_at	when guard_starved() last looked (ops.dispatch()).
  *   redirect_pid, redirect_cpu	select_cpu() writes, the enqueue() of the
  *		same wakeup (same CPU, IRQs still off) reads.
- *   curr_keeps_running	ops.running() writes; select_cpu() on this CPU
- *		reads it about the waker (see wake_away_cpu()).
  *   curr_blocked	ops.running() writes; the enqueue of a wakeup on this
  *		CPU reads it about the waker (see wake_local_ok()).
  *   start_head	ops.running() writes the vtime of the DSQ head the task
@@ -141,7 +139,6 @@ struct fp_cpu {
 	u64 guard_at;
 	s32 redirect_pid;
 	s32 redirect_cpu;
-	u32 curr_keeps_running;
 	u32 curr_blocked;
 	u64 start_head;
 	s32 prev_pid;
@@ -225,7 +222,7 @@ struct task_ctx {
 	u64 counted_cg;	/* the cgroup whose child_sum counts it (runnable), or 0 */
 	u32 counted_w;	/* the weight it added to that child_sum */
 	u64 avg_run;	/* CPU time per run (running to stopping), averaged */
-	u32 runs_kept;	/* runs in a row that ended with it still runnable */
+	u32 last_kept;	/* its last run ended with it still runnable */
 	u32 hog;	/* in the CPU hog class (hog_class()) */
 	/*
 	 * Its run: se.sum_exec_runtime when it began, and the weight it is
@@ -254,37 +251,6 @@ static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
 static bool cpu_alone(s32 cpu)
 {
 	return !scx_bpf_dsq_nr_queued(cpu) && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
-}
-
-/*
- * Wake away. When no CPU is idle, a wakee goes back to its previous CPU. If
- * that is the waker's CPU and the waker keeps running (a non-sync wakeup,
- * made from task context, by a task whose last FP_AWAY_RUNS runs all ended
- * with it still runnable: a spinner, a producer that does not wait), the
- * wakee can only preempt its waker or wait behind it: the two never run at
- * the same time, and a pair that settles on one CPU makes progress only as
- * often as the wakee gets to preempt (docs/decisions.md, "Wake away").
- * Instead, queue the wakee on another CPU whose queue is no longer than this
- * one's, the shortest of a few (wake_away_cpu()).
- *
- * A wakeup from an interrupt (a timer, a softirq) is left alone: the task
- * running here is not its waker.
- */
-extern const int __preempt_count __ksym __weak;
-
-static bool in_task_context(void)
-{
-	/*
-	 * Softirq, hardirq and NMI counts (include/linux/preempt.h): above
-	 * bit 7 in every layout, bits 8-23 before kernel 7.3 and the hardirq
-	 * count at bit 24 from 7.3 on. Bit 31 is x86's need-resched flag.
-	 */
-	const int irq_mask = 0x7fffff00;
-
-	/* Where the per-CPU preempt count is not known (not x86), say no. */
-	if (!bpf_ksym_exists(&__preempt_count))
-		return false;
-	return !(*(int *)bpf_this_cpu_ptr(&__preempt_count) & irq_mask);
 }
 
 /* Scheduling-class priorities below this are RT or deadline (and stop). */

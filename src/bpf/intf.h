@@ -96,11 +96,6 @@ enum fp_consts {
 	FP_SLICE_DIV_MAX	= 16,
 
 	/*
-	 * Wake away: a waker keeps running if its last FP_AWAY_RUNS runs all
-	 * ended with it still runnable.
-	 */
-	FP_AWAY_RUNS		= 4,
-	/*
 	 * The scans that look for one CPU (a holder, a CPU to send a wakee
 	 * to, an RT-held CPU to rescue from) look at this many CPUs of the
 	 * scan order, the CPU itself included: its nearest neighbours.
@@ -168,7 +163,6 @@ struct fp_tune {
 	u8 head_lag;
 	u8 displaced_head;
 	u8 deferred_preempt;
-	u8 wake_away;
 	u8 rt_away;
 	u8 rt_rescue;
 	u8 wake_local;
@@ -188,7 +182,6 @@ enum fp_stat_idx {
 	FP_STAT_DIRECT_LOCAL,	/* a waking task went straight to an idle CPU */
 	FP_STAT_ENQ_QUEUED,	/* a task was queued on its CPU's DSQ */
 	FP_STAT_WAKE_LOCAL,	/* a wakee of a waker that usually blocks went to their CPU's local DSQ, next there */
-	FP_STAT_WAKE_AWAY,	/* no CPU idle: a wakee went beside its waker, which keeps running, not behind it */
 	FP_STAT_WAKE_RT_AWAY,	/* no CPU idle: a wakee's CPU ran an RT or deadline task, so it went to one that runs ours */
 	FP_STAT_RT_RESCUED,	/* a CPU took a task queued on a CPU that an RT or deadline task holds, before its own */
 

@@ -73,8 +73,7 @@ void BPF_STRUCT_OPS(fastpath_running, struct task_struct *p)
 	if (unlikely(FP_BRANCH(FP_BR_RUNNING_KICKED, READ_ONCE(cctx->kicked))))
 		WRITE_ONCE(cctx->kicked, 0);
 
-	cctx->curr_keeps_running = tctx && tctx->runs_kept >= FP_AWAY_RUNS;
-	cctx->curr_blocked = tctx && !tctx->runs_kept;
+	cctx->curr_blocked = tctx && !tctx->last_kept;
 	if (unlikely(FP_BRANCH(FP_BR_RUNNING_ADAPT, cctx->hold_expired_at)))
 		adapt_hold_window(cctx, bpf_ktime_get_ns());
 }
@@ -99,12 +98,9 @@ void BPF_STRUCT_OPS(fastpath_stopping, struct task_struct *p, bool runnable)
 	tctx->vtime += used * 100 / tctx->run_weight;
 	tctx->avg_run = tctx->avg_run - tctx->avg_run / 4 + used / 4;
 	update_hog(tctx);
-	if (runnable) {
-		tctx->runs_kept += tctx->runs_kept < FP_AWAY_RUNS;
-	} else {
-		tctx->runs_kept = 0;
+	tctx->last_kept = runnable;
+	if (!runnable)
 		cgroup_uncount_task(tctx);
-	}
 
 	/*
 	 * Blocking: remember how far behind (or ahead) it was, bounded. A

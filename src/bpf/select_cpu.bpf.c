@@ -3,12 +3,12 @@
  * Where a waking task goes (ops.select_cpu()): an idle previous CPU is
  * claimed without a search (cheap wakeups), else the kernel's idle search
  * picks one, unless no CPU was idle at the last look; else a holding CPU
- * (fast path 3); else, when no CPU is idle, away from a waker that keeps
- * running (wake away) or from a CPU an RT task holds (RT away).
+ * (fast path 3); else, when no CPU is idle, away from a CPU an RT task
+ * holds (RT away).
  *
- * Switches (ablations only): cheap_wakeup, wake_away, rt_away. Counters:
- * direct_local, wake_prev_idle, wake_none_idle, wake_away, wake_rt_away.
- * Tests: cheap_wakeup, wake_away, rt_hog.
+ * Switches (ablations only): cheap_wakeup, rt_away. Counters:
+ * direct_local, wake_prev_idle, wake_none_idle, wake_rt_away.
+ * Tests: cheap_wakeup, rt_hog.
  */
 
 /*
@@ -21,31 +21,6 @@ static bool can_take_away(struct task_struct *p, s32 cpu)
 {
 	return bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
 	       READ_ONCE(cpu_ctx(cpu)->curr_busy);
-}
-
-static s32 wake_away_cpu(struct task_struct *p, s32 prev_cpu, s32 this_cpu, u64 wake_flags)
-{
-	u32 i, n = near_scan_end();
-	struct fp_cpu *here = cpu_ctx(this_cpu);
-	s32 cpu, queued, fewest, best = -1;
-
-	if (prev_cpu != this_cpu || (wake_flags & SCX_WAKE_SYNC) ||
-	    !(wake_flags & SCX_WAKE_TTWU) || !READ_ONCE(here->curr_busy) ||
-	    !here->curr_keeps_running || !in_task_context())
-		return -1;
-
-	fewest = scx_bpf_dsq_nr_queued(this_cpu);
-	bpf_for(i, 1, n) {
-		cpu = cpu_near(this_cpu, i);
-		if (!can_take_away(p, cpu))
-			continue;
-		queued = scx_bpf_dsq_nr_queued(cpu);
-		if (queued < fewest || (best < 0 && queued == fewest)) {
-			best = cpu;
-			fewest = queued;
-		}
-	}
-	return best;
 }
 
 /*
@@ -123,8 +98,6 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 {
 	s32 cpu, this_cpu = bpf_get_smp_processor_id();
 	bool here_ok = idle_hold_ns && bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr);
-	/* As the waker passed them: the idle pick below may mask SCX_WAKE_SYNC. */
-	u64 waker_flags = wake_flags;
 
 	if (here_ok && FP_BRANCH(FP_BR_SELECT_HOLDER, can_redirect(p, prev_cpu, this_cpu))) {
 		redirect_to_holder(p, prev_cpu, this_cpu);
@@ -169,13 +142,6 @@ s32 BPF_STRUCT_OPS(fastpath_select_cpu, struct task_struct *p, s32 prev_cpu,
 		}
 	}
 
-	if (tune.wake_away) {
-		cpu = wake_away_cpu(p, prev_cpu, this_cpu, waker_flags);
-		if (cpu >= 0) {
-			stat_inc(FP_STAT_WAKE_AWAY);
-			return cpu;
-		}
-	}
 	if (tune.rt_away) {
 		cpu = rt_away_cpu(p, prev_cpu);
 		if (cpu >= 0) {
