@@ -311,20 +311,6 @@ detached_on_request() {
 
 # Run "$@" as the workload under the scheduler started with $SCHED_ARGS;
 # leaves the loader's log (with its totals) in $SCHED_LOG.
-# A periodic SCHED_OTHER sleeper (cyclictest, 1 ms period) for $1 s against
-# $2 CPU hogs (stress-ng --cpu), both pinned to the CPU list $3 if given.
-sleeper_vs_hogs() {
-	local secs=$1 hogs=$2 hog pin=()
-	[ -n "${3:-}" ] && pin=(taskset -c "$3")
-	"${pin[@]}" stress-ng --temp-path "$WORK" --cpu "$hogs" --timeout $((secs + 4))s --quiet &
-	hog=$!
-	sleep 0.5
-	"${pin[@]}" cyclictest --policy=other -i 1000 -t 1 -q -D "$secs"
-	kill "$hog" 2>/dev/null
-	wait "$hog" 2>/dev/null
-	return 0
-}
-
 run_under_sched() {
 	# shellcheck disable=SC2086
 	start_sched ${SCHED_ARGS:-} || return 1

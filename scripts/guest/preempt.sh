@@ -7,7 +7,13 @@
 # A periodic SCHED_OTHER sleeper (cyclictest, 1 ms period, 8 s) against a
 # CPU hog on the same CPU, CPU 0.
 defer_workload() {
-	sleeper_vs_hogs 8 1 0
+	taskset -c 0 stress-ng --temp-path "$WORK" --cpu 1 --timeout 12s --quiet &
+	local hog=$!
+	sleep 0.5
+	taskset -c 0 cyclictest --policy=other -i 1000 -t 1 -q -D 8
+	kill "$hog" 2>/dev/null
+	wait "$hog" 2>/dev/null
+	return 0
 }
 
 # defer_workload's cyclictest result, as "Avg: N Max: N us".
